@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that build, test and benchmark pg_dlock.
+# Only packages that are missing are installed, so a second run is quick.
+# Usage: scripts/install-deps.sh [core|client|bench|all]   (default: all)
+set -euo pipefail
+
+core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
+client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev)
+faults=(libfaketime pgbouncer iproute2)
+bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
+
+case "${1:-all}" in
+core) wanted=("${core[@]}") ;;
+client) wanted=("${core[@]}" "${client[@]}") ;;
+bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}") ;;
+*) echo "usage: $0 [core|client|bench|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${wanted[@]}"; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	sudo="sudo"
+else
+	sudo=""
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# policy-rc.d keeps Debian from starting system services (redis, pgbouncer, the
+# main PostgreSQL cluster) while installing: the scripts start throwaway ones.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+	$sudo chmod +x "$policy"
+	created_policy=1
+fi
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ "$created_policy" -eq 1 ] && $sudo rm -f "$policy"
+exit 0
