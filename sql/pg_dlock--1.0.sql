@@ -34,13 +34,15 @@ CREATE TABLE dlock.distributed_lock (
 	holder text,
 	renewals bigint NOT NULL DEFAULT 0,
 	acquisitions bigint NOT NULL DEFAULT 0,
-	takeovers bigint NOT NULL DEFAULT 0
+	takeovers bigint NOT NULL DEFAULT 0,
+	taken_over boolean NOT NULL DEFAULT false
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE dlock.distributed_lock IS 'lock state: one row per lock name; owner_token is NULL when the lock is free';
 COMMENT ON COLUMN dlock.distributed_lock.fencing_seq IS 'fencing token of the current or last holder: (timeline << 40) | per-name counter';
 COMMENT ON COLUMN dlock.distributed_lock.renewals IS 'renewals of the current lease';
 COMMENT ON COLUMN dlock.distributed_lock.acquisitions IS 'leases granted for this name so far';
 COMMENT ON COLUMN dlock.distributed_lock.takeovers IS 'leases granted after a previous lease expired without release';
+COMMENT ON COLUMN dlock.distributed_lock.taken_over IS 'the current lease began by taking over an expired one';
 
 -- The highest token of any row removed by dlock.reap: a name that comes back
 -- starts above it, so tokens never repeat even after its row was deleted.

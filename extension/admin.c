@@ -1,0 +1,98 @@
+/*-------------------------------------------------------------------------
+ *
+ * admin.c
+ *	  Operator functions: dlock.force_release and dlock.reap.
+ *
+ * Both are revoked from PUBLIC in the install script; a role needs an
+ * explicit GRANT EXECUTE (README "Privileges").
+ *
+ * IDENTIFICATION
+ *	  extension/admin.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg_dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_force_release);
+PG_FUNCTION_INFO_V1(dlock_reap);
+
+/*
+ * dlock.force_release(lock_name, reason) returns boolean
+ *
+ * Ends the live lease whoever holds it and records who did it and why. The
+ * lock's counter is untouched, so the next grant gets a higher token and
+ * the old holder's fenced writes are refused.
+ */
+Datum
+dlock_force_release(PG_FUNCTION_ARGS)
+{
+	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
+	char	   *reason = dlock_arg_reason(fcinfo, 1);
+	Datum		values[1] = {PointerGetDatum(lock_name)};
+	bool		ended;
+
+	SPI_connect();
+	ended = dlock_execute(PLAN_FORCE_RELEASE, values, NULL, 1) > 0;
+	if (ended)
+	{
+		bool		token_isnull;
+		bool		holder_isnull;
+		Datum		token = SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &token_isnull);
+		Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &holder_isnull);
+
+		dlock_wake_waiters(lock_name);
+		dlock_count(STAT_FORCE_RELEASES, 1);
+		if (dlock_audit_level != DLOCK_AUDIT_NONE)
+			dlock_audit("force_release", lock_name, token, token_isnull,
+						holder_isnull ? NULL : DatumGetTextPP(holder), reason);
+	}
+	SPI_finish();
+
+	PG_RETURN_BOOL(ended);
+}
+
+/*
+ * dlock.reap(idle_for, max_rows) returns bigint
+ *
+ * Deletes at most max_rows rows of locks free or expired for longer than
+ * idle_for, skipping rows another session has locked, and raises the token
+ * floor to the highest deleted token so a name that comes back continues
+ * above it. Call repeatedly (for example from pg_cron) until it returns 0.
+ */
+Datum
+dlock_reap(PG_FUNCTION_ARGS)
+{
+	Datum		values[2];
+	int64		reaped;
+	bool		isnull;
+
+	dlock_require_arg(fcinfo, 0, "idle_for");
+	dlock_require_arg(fcinfo, 1, "max_rows");
+	if (dlock_interval_usecs(PG_GETARG_INTERVAL_P(0)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("idle_for must not be negative")));
+	if (PG_GETARG_INT32(1) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows must be positive")));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+
+	SPI_connect();
+	if (dlock_execute(PLAN_REAP, values, NULL, 1) != 1)
+		elog(ERROR, "pg_dlock: reap returned no row");
+	reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	PG_RETURN_INT64(reaped);
+}

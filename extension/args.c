@@ -1,0 +1,125 @@
+/*-------------------------------------------------------------------------
+ *
+ * args.c
+ *	  Argument checks shared by the SQL-callable functions.
+ *
+ * The functions are not STRICT: a NULL argument must raise
+ * null_value_not_allowed rather than silently return NULL, so each entry
+ * point checks its arguments here before changing anything.
+ *
+ * IDENTIFICATION
+ *	  extension/args.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg_dlock.h"
+
+/*
+ * Raise null_value_not_allowed when argument argno is NULL.
+ */
+void
+dlock_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+}
+
+/*
+ * Return argument argno as a lock or resource name: not NULL, 1 to
+ * DLOCK_MAX_NAME_CHARS characters.
+ */
+text *
+dlock_arg_name(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	text	   *name;
+	int			chars;
+
+	dlock_require_arg(fcinfo, argno, argname);
+	name = PG_GETARG_TEXT_PP(argno);
+	chars = pg_mbstrlen_with_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	if (chars == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", argname)));
+	if (chars > DLOCK_MAX_NAME_CHARS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", argname),
+				 errdetail("It has %d characters; at most %d are allowed.",
+						   chars, DLOCK_MAX_NAME_CHARS)));
+	return name;
+}
+
+/*
+ * Length of an interval in microseconds, counting a month as 30 days as
+ * interval comparison does.
+ */
+int64
+dlock_interval_usecs(const Interval *interval)
+{
+	int64		days = (int64) interval->month * DAYS_PER_MONTH + interval->day;
+
+	return interval->time + days * USECS_PER_DAY;
+}
+
+/*
+ * Return the ttl argument in microseconds: positive and at most dlock.max_ttl.
+ */
+int64
+dlock_arg_ttl(FunctionCallInfo fcinfo, int argno)
+{
+	Interval   *ttl;
+	int64		usecs;
+
+	dlock_require_arg(fcinfo, argno, "ttl");
+	ttl = PG_GETARG_INTERVAL_P(argno);
+	usecs = dlock_interval_usecs(ttl);
+	if (usecs <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be positive"),
+				 errdetail("The ttl given was \"%s\".",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(ttl))))));
+	if (usecs > (int64) dlock_max_ttl_seconds * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl exceeds dlock.max_ttl"),
+				 errdetail("The ttl given was \"%s\"; dlock.max_ttl is %d seconds.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(ttl))),
+						   dlock_max_ttl_seconds),
+				 errhint("Renew the lease before it expires instead of asking for a longer one.")));
+	return usecs;
+}
+
+/*
+ * Return the reason argument of an administrative call: required, and not
+ * empty or blank, since it is what the audit log is for.
+ */
+char *
+dlock_arg_reason(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *reason;
+	const char *p;
+
+	dlock_require_arg(fcinfo, argno, "reason");
+	reason = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	for (p = reason; *p; p++)
+		if (!isspace((unsigned char) *p))
+			return reason;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("reason must not be empty"),
+			 errhint("Say why the lease is ended; the reason is written to dlock.audit_log.")));
+	return NULL;				/* keep compiler quiet */
+}

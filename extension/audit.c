@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ *
+ * audit.c
+ *	  Writing and purging dlock.audit_log.
+ *
+ * dlock.audit chooses what is recorded: "force" (the default) records force
+ * releases only; "all" adds every grant, takeover, release and refused
+ * renewal -- one more row written per lease event, which costs about as
+ * much as the event itself.
+ *
+ * IDENTIFICATION
+ *	  extension/audit.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg_dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
+
+/*
+ * Append an audit record; caller has an SPI connection. The role recorded
+ * is the caller's (SET ROLE included), not the extension owner that
+ * SECURITY DEFINER runs the statement as.
+ */
+void
+dlock_audit(const char *event, text *lock_name, Datum fencing_token,
+			bool token_isnull, text *holder, const char *reason)
+{
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	NameData	role;
+
+	namestrcpy(&role, GetUserNameFromId(GetOuterUserId(), false));
+	values[0] = CStringGetTextDatum(event);
+	values[1] = PointerGetDatum(lock_name);
+	values[2] = fencing_token;
+	if (token_isnull)
+		nulls[2] = 'n';
+	values[3] = PointerGetDatum(holder);
+	if (holder == NULL)
+		nulls[3] = 'n';
+	values[4] = NameGetDatum(&role);
+	values[5] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+	if (reason == NULL)
+		nulls[5] = 'n';
+	(void) dlock_execute(PLAN_AUDIT, values, nulls, 0);
+}
+
+/*
+ * dlock.purge_audit_log(older_than) returns bigint
+ */
+Datum
+dlock_purge_audit_log(PG_FUNCTION_ARGS)
+{
+	Datum		values[1];
+	int64		purged;
+	bool		isnull;
+
+	dlock_require_arg(fcinfo, 0, "older_than");
+	if (dlock_interval_usecs(PG_GETARG_INTERVAL_P(0)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must not be negative")));
+	values[0] = PG_GETARG_DATUM(0);
+
+	SPI_connect();
+	(void) dlock_execute(PLAN_PURGE_AUDIT, values, NULL, 1);
+	purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	PG_RETURN_INT64(purged);
+}

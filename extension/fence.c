@@ -1,0 +1,245 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence.c
+ *	  Fencing where the data lives: dlock.holds, dlock.assert_holds,
+ *	  dlock.fence and the dlock.enforce_fencing trigger.
+ *
+ * A lease alone does not give mutual exclusion: a holder can pause past its
+ * lease and write after someone else took over. These functions check the
+ * token in the transaction that writes the business data, so a stale
+ * holder's write fails at the database instead of being merely discouraged.
+ *
+ * holds() locks the lease row FOR SHARE when the token is live. A takeover,
+ * release or force release must UPDATE that row, so it waits until the
+ * business transaction ends: the business transaction either commits while
+ * the lease is valid, or its holds() check fails.
+ *
+ * IDENTIFICATION
+ *	  extension/fence.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "pg_dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_holds);
+PG_FUNCTION_INFO_V1(dlock_assert_holds);
+PG_FUNCTION_INFO_V1(dlock_fence);
+PG_FUNCTION_INFO_V1(dlock_enforce_fencing);
+
+/*
+ * Check the token against the lock and pin the lease when it is live;
+ * caller has an SPI connection.
+ */
+static bool
+holds_token(text *lock_name, int64 token)
+{
+	Datum		values[2] = {PointerGetDatum(lock_name), Int64GetDatum(token)};
+	bool		held = dlock_execute(PLAN_HOLDS, values, NULL, 1) > 0;
+
+	if (!held)
+		dlock_count(STAT_HOLDS_REJECTIONS, 1);
+	return held;
+}
+
+/*
+ * dlock.holds(lock_name, fencing_token) returns boolean
+ */
+Datum
+dlock_holds(PG_FUNCTION_ARGS)
+{
+	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
+	bool		held;
+
+	dlock_require_arg(fcinfo, 1, "fencing_token");
+	SPI_connect();
+	held = holds_token(lock_name, PG_GETARG_INT64(1));
+	SPI_finish();
+	PG_RETURN_BOOL(held);
+}
+
+/*
+ * dlock.assert_holds(lock_name, fencing_token) returns void
+ *
+ * Raises lock_not_held, with what the lock's state is instead.
+ */
+Datum
+dlock_assert_holds(PG_FUNCTION_ARGS)
+{
+	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
+	int64		token;
+	Datum		values[1];
+	char	   *detail;
+
+	dlock_require_arg(fcinfo, 1, "fencing_token");
+	token = PG_GETARG_INT64(1);
+
+	SPI_connect();
+	if (holds_token(lock_name, token))
+	{
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
+
+	values[0] = PointerGetDatum(lock_name);
+	if (dlock_execute(PLAN_LEASE_EXPIRY, values, NULL, 1) == 0)
+		detail = pstrdup("The lock has never been acquired.");
+	else
+	{
+		bool		isnull;
+		bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 2, &isnull));
+		int64		current = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc, 3, &isnull));
+
+		if (live && current != token)
+			detail = psprintf("The live lease has fencing token " INT64_FORMAT ".", current);
+		else if (live)
+			detail = pstrdup("The lease changed while it was being checked.");
+		else
+			detail = psprintf("No lease is live; the last fencing token was " INT64_FORMAT ".",
+							  current);
+	}
+	SPI_finish();
+
+	ereport(ERROR,
+			(errcode(ERRCODE_DLOCK_LOCK_NOT_HELD),
+			 errmsg("lock \"%s\" is not held with fencing token " INT64_FORMAT,
+					text_to_cstring(lock_name), token),
+			 errdetail_internal("%s", detail)));
+	PG_RETURN_VOID();			/* keep compiler quiet */
+}
+
+/*
+ * dlock.fence(resource, fencing_token) returns void
+ *
+ * The upsert takes the resource's row lock, so concurrent callers on one
+ * resource are serialized and each compares against the latest accepted
+ * token.
+ */
+Datum
+dlock_fence(PG_FUNCTION_ARGS)
+{
+	text	   *resource = dlock_arg_name(fcinfo, 0, "resource");
+	int64		token;
+	Datum		values[2];
+	int64		accepted = 0;
+	bool		stale;
+
+	dlock_require_arg(fcinfo, 1, "fencing_token");
+	token = PG_GETARG_INT64(1);
+	values[0] = PointerGetDatum(resource);
+	values[1] = Int64GetDatum(token);
+
+	SPI_connect();
+	stale = dlock_execute(PLAN_FENCE, values, NULL, 1) == 0;
+	if (stale)
+	{
+		bool		isnull;
+
+		if (dlock_execute(PLAN_FENCE_CURRENT, values, NULL, 1) > 0)
+			accepted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		dlock_count(STAT_FENCE_REJECTIONS, 1);
+	}
+	SPI_finish();
+
+	if (stale)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_STALE_FENCING_TOKEN),
+				 errmsg("stale fencing token for resource \"%s\"",
+						text_to_cstring(resource)),
+				 errdetail("Token " INT64_FORMAT " is below " INT64_FORMAT ", the highest token the resource has accepted.",
+						   token, accepted)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * dlock.enforce_fencing() trigger, BEFORE INSERT OR UPDATE FOR EACH ROW,
+ * argument: the name of a bigint token column.
+ *
+ * Refuses a row without a token and an update that would lower the row's
+ * token: the database applies "UPDATE ... WHERE token <= :token" for every
+ * writer, not only for the applications that remember to.
+ */
+Datum
+dlock_enforce_fencing(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	TupleDesc	tupdesc;
+	const char *column;
+	int			attnum;
+	HeapTuple	newtuple;
+	bool		isnull;
+	int64		new_token;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("dlock.enforce_fencing() must be called as a trigger")));
+	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("dlock.enforce_fencing() must be a BEFORE INSERT OR UPDATE FOR EACH ROW trigger")));
+
+	rel = trigdata->tg_relation;
+	tupdesc = RelationGetDescr(rel);
+	if (trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on relation \"%s\" must name the fencing token column as its only argument",
+						trigdata->tg_trigger->tgname, RelationGetRelationName(rel))));
+	column = trigdata->tg_trigger->tgargs[0];
+	attnum = SPI_fnumber(tupdesc, column);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						column, RelationGetRelationName(rel))));
+	if (TupleDescAttr(tupdesc, attnum - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("fencing token column \"%s\" of relation \"%s\" must be of type bigint",
+						column, RelationGetRelationName(rel))));
+
+	newtuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	new_token = DatumGetInt64(heap_getattr(newtuple, attnum, tupdesc, &isnull));
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fencing token column \"%s\" of relation \"%s\" must not be null",
+						column, RelationGetRelationName(rel)),
+				 errhint("Write the fencing token of the lease under which the row is written.")));
+
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		bool		old_isnull;
+		int64		old_token = DatumGetInt64(heap_getattr(trigdata->tg_trigtuple, attnum,
+														   tupdesc, &old_isnull));
+
+		if (!old_isnull && new_token < old_token)
+		{
+			dlock_count(STAT_FENCE_REJECTIONS, 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_DLOCK_STALE_FENCING_TOKEN),
+					 errmsg("stale fencing token for a row of relation \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("Token " INT64_FORMAT " in column \"%s\" is below " INT64_FORMAT ", the token the row already has.",
+							   new_token, column, old_token)));
+		}
+	}
+	return PointerGetDatum(newtuple);
+}

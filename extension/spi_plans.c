@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_plans.c
+ *	  Every statement pg_dlock runs, prepared once per backend and kept.
+ *
+ * Callers are SQL functions declared SECURITY DEFINER with search_path
+ * pinned to pg_catalog, pg_temp, so these statements run as the extension
+ * owner and resolve names the same way on every call. Values always travel
+ * as parameters: lock names are data, never SQL.
+ *
+ * Expiry is decided with clock_timestamp() inside the statement, never
+ * now(): now() is the transaction's start, and a lease judged on it could be
+ * live for a caller whose transaction began long ago. Because the WHERE
+ * clause calls clock_timestamp() itself, a statement that waited for a row
+ * lock re-judges the row at the moment it gets it.
+ *
+ * IDENTIFICATION
+ *	  extension/spi_plans.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+
+#include "pg_dlock.h"
+
+/*
+ * The next token after "old" (README "Fencing tokens"): the counter goes up
+ * by one within a timeline; on a newer timeline $5 the counter carries on
+ * under the new timeline bits, so every token issued on an earlier timeline
+ * -- even ones a lagging standby never saw -- stays below it.
+ */
+#define NEXT_TOKEN(old) \
+	"CASE WHEN (" old " >> 40) >= $5 THEN " old " + 1" \
+	" ELSE ($5 << 40) | ((" old " & 1099511627775) + 1) END"
+
+/* Same owner, lease still live: an acquire being retried */
+#define IS_RETRY "(l.owner_token = $3 AND l.lease_until > pg_catalog.clock_timestamp())"
+
+typedef struct DlockPlanDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[6];
+} DlockPlanDef;
+
+static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
+	[PLAN_ACQUIRE_EXISTING] = {
+		"UPDATE dlock.distributed_lock l SET"
+		" fencing_seq = CASE WHEN " IS_RETRY " THEN l.fencing_seq ELSE " NEXT_TOKEN("l.fencing_seq") " END,"
+		" acquisitions = l.acquisitions + CASE WHEN " IS_RETRY " THEN 0 ELSE 1 END,"
+		" renewals = CASE WHEN " IS_RETRY " THEN l.renewals + 1 ELSE 0 END,"
+		" taken_over = CASE WHEN " IS_RETRY " THEN l.taken_over"
+		"   ELSE l.owner_token IS NOT NULL END,"
+		" takeovers = l.takeovers + CASE WHEN l.owner_token IS NOT NULL AND NOT " IS_RETRY " THEN 1 ELSE 0 END,"
+		" acquired_at = CASE WHEN " IS_RETRY " THEN l.acquired_at ELSE pg_catalog.clock_timestamp() END,"
+		" owner_token = $3,"
+		" holder = $4,"
+		" lease_until = pg_catalog.clock_timestamp() + $2,"
+		" updated_at = pg_catalog.clock_timestamp()"
+		" WHERE l.lock_name = $1"
+		"   AND (l.owner_token IS NULL OR l.owner_token = $3"
+		"        OR l.lease_until <= pg_catalog.clock_timestamp())"
+		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
+		"   l.renewals = 0 AS new_lease, l.taken_over",
+		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
+	},
+	/* KEY SHARE on the floor row waits out a dlock.reap raising it */
+	[PLAN_ACQUIRE_NEW] = {
+		"INSERT INTO dlock.distributed_lock AS l"
+		" (lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at,"
+		"  holder, renewals, acquisitions, takeovers)"
+		" SELECT $1, $3, " NEXT_TOKEN("f.reaped_max") ","
+		"  pg_catalog.clock_timestamp() + $2, pg_catalog.clock_timestamp(),"
+		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0"
+		" FROM dlock.token_floor f FOR KEY SHARE"
+		" ON CONFLICT (lock_name) DO NOTHING"
+		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
+		"   true AS new_lease, false AS taken_over",
+		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
+	},
+	[PLAN_LEASE_EXPIRY] = {
+		"SELECT l.lease_until, l.owner_token IS NOT NULL"
+		"   AND l.lease_until > pg_catalog.clock_timestamp() AS live, l.fencing_seq"
+		" FROM dlock.distributed_lock l WHERE l.lock_name = $1",
+		1, {TEXTOID}
+	},
+	[PLAN_RENEW] = {
+		"UPDATE dlock.distributed_lock l SET"
+		" lease_until = pg_catalog.clock_timestamp() + $3,"
+		" renewals = l.renewals + 1,"
+		" updated_at = pg_catalog.clock_timestamp()"
+		" WHERE l.lock_name = $1 AND l.owner_token = $2"
+		"   AND l.lease_until > pg_catalog.clock_timestamp()"
+		" RETURNING l.lease_until",
+		3, {TEXTOID, UUIDOID, INTERVALOID}
+	},
+	[PLAN_RELEASE] = {
+		"UPDATE dlock.distributed_lock l SET"
+		" owner_token = NULL,"
+		" lease_until = pg_catalog.clock_timestamp(),"
+		" updated_at = pg_catalog.clock_timestamp()"
+		" WHERE l.lock_name = $1 AND l.owner_token = $2"
+		"   AND l.lease_until > pg_catalog.clock_timestamp()"
+		" RETURNING l.fencing_seq, l.holder",
+		2, {TEXTOID, UUIDOID}
+	},
+	/* FOR SHARE conflicts with the UPDATE of a takeover, release or force release */
+	[PLAN_HOLDS] = {
+		"SELECT 1 FROM dlock.distributed_lock l"
+		" WHERE l.lock_name = $1 AND l.fencing_seq = $2"
+		"   AND l.owner_token IS NOT NULL"
+		"   AND l.lease_until > pg_catalog.clock_timestamp()"
+		" FOR SHARE",
+		2, {TEXTOID, INT8OID}
+	},
+	[PLAN_FENCE] = {
+		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
+		" VALUES ($1, $2, pg_catalog.clock_timestamp())"
+		" ON CONFLICT (resource) DO UPDATE"
+		"   SET fencing_token = EXCLUDED.fencing_token, updated_at = EXCLUDED.updated_at"
+		"   WHERE f.fencing_token <= EXCLUDED.fencing_token"
+		" RETURNING f.fencing_token",
+		2, {TEXTOID, INT8OID}
+	},
+	[PLAN_FENCE_CURRENT] = {
+		"SELECT f.fencing_token FROM dlock.resource_fence f WHERE f.resource = $1",
+		1, {TEXTOID}
+	},
+	[PLAN_FORCE_RELEASE] = {
+		"UPDATE dlock.distributed_lock l SET"
+		" owner_token = NULL,"
+		" lease_until = pg_catalog.clock_timestamp(),"
+		" updated_at = pg_catalog.clock_timestamp()"
+		" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL"
+		"   AND l.lease_until > pg_catalog.clock_timestamp()"
+		" RETURNING l.fencing_seq, l.holder",
+		1, {TEXTOID}
+	},
+
+	/*
+	 * The floor row is locked first (skipping if an acquire of a new name
+	 * holds it), so that a name re-created concurrently starts above every
+	 * token deleted here. Rows locked by an acquire are skipped, not waited
+	 * for.
+	 */
+	[PLAN_REAP] = {
+		"WITH floor AS ("
+		"  SELECT f.reaped_max FROM dlock.token_floor f FOR UPDATE SKIP LOCKED"
+		"), victims AS ("
+		"  SELECT l.lock_name FROM dlock.distributed_lock l"
+		"  WHERE EXISTS (SELECT 1 FROM floor)"
+		"    AND (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())"
+		"    AND pg_catalog.coalesce(l.lease_until, l.updated_at)"
+		"        < pg_catalog.clock_timestamp() - $1"
+		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
+		"), gone AS ("
+		"  DELETE FROM dlock.distributed_lock l USING victims v"
+		"  WHERE l.lock_name = v.lock_name"
+		"  RETURNING l.fencing_seq"
+		"), raised AS ("
+		"  UPDATE dlock.token_floor f"
+		"  SET reaped_max = pg_catalog.greatest(f.reaped_max, (SELECT pg_catalog.max(fencing_seq) FROM gone))"
+		"  WHERE EXISTS (SELECT 1 FROM gone)"
+		"  RETURNING 1"
+		") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone",
+		2, {INTERVALOID, INT4OID}
+	},
+	[PLAN_PURGE_AUDIT] = {
+		"WITH gone AS (DELETE FROM dlock.audit_log a"
+		"  WHERE a.logged_at < pg_catalog.clock_timestamp() - $1 RETURNING 1)"
+		" SELECT pg_catalog.count(*)::int8 FROM gone",
+		1, {INTERVALOID}
+	},
+	[PLAN_AUDIT] = {
+		"INSERT INTO dlock.audit_log (event, lock_name, fencing_token, holder, role_name, reason)"
+		" VALUES ($1, $2, $3, $4, $5, $6)",
+		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, NAMEOID, TEXTOID}
+	},
+};
+
+static SPIPlanPtr plans[NUM_DLOCK_PLANS];
+
+/*
+ * Run prepared statement "id" with the given parameters inside an SPI
+ * connection the caller opened; returns the number of rows processed and
+ * leaves them in SPI_tuptable. nulls follows SPI_execute_plan ('n' = NULL).
+ */
+int
+dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
+{
+	int			ret;
+
+	if (plans[id] == NULL)
+	{
+		const DlockPlanDef *def = &plan_defs[id];
+		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_dlock: SPI_prepare failed for plan %d: %s",
+				 (int) id, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_dlock: SPI_keepplan failed for plan %d", (int) id);
+		plans[id] = plan;
+	}
+
+	ret = SPI_execute_plan(plans[id], values, nulls, false, count);
+	if (ret < 0)
+		elog(ERROR, "pg_dlock: statement %d failed: %s",
+			 (int) id, SPI_result_code_string(ret));
+	return (int) SPI_processed;
+}

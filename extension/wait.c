@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * wait.c
+ *	  How dlock.acquire waits between attempts.
+ *
+ * Everything about waiting is here, so the strategy can change without
+ * touching the lease logic. A waiter holds no row lock and no transaction ID
+ * while it sleeps; it only retries.
+ *
+ * When pg_dlock is preloaded, each lock name hashes to one of WAIT_SLOTS
+ * condition variables in shared memory. A transaction that released or
+ * force-released a lease broadcasts on its slots once it has committed (not
+ * before: the release is invisible until then), so waiters retry at once.
+ * Without preloading, waiters poll. Either way a sleep is short and jittered,
+ * and never runs past the moment the current lease expires, so an expired
+ * lease is taken over promptly even if its holder never releases it.
+ *
+ * IDENTIFICATION
+ *	  extension/wait.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+#if PG_VERSION_NUM >= 150000
+#include "common/pg_prng.h"
+#endif
+
+#include "pg_dlock.h"
+
+#define WAIT_SLOTS 1024
+
+/* Longest single sleep, with and without wake-ups on release */
+#define MAX_SLEEP_NOTIFIED_MS 500
+#define MAX_SLEEP_POLLING_MS 50
+
+typedef struct DlockWaitShared
+{
+	ConditionVariable slots[WAIT_SLOTS];
+} DlockWaitShared;
+
+static DlockWaitShared *wait_shared = NULL;
+
+/* Slots this transaction must wake up when it commits */
+static uint64 pending_wakeups[WAIT_SLOTS / 64];
+static bool any_pending_wakeup = false;
+
+static int
+wait_slot(text *lock_name)
+{
+	return hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
+					  VARSIZE_ANY_EXHDR(lock_name)) % WAIT_SLOTS;
+}
+
+static int64
+random_between(int64 low, int64 high)
+{
+	if (high <= low)
+		return low;
+#if PG_VERSION_NUM >= 150000
+	return (int64) pg_prng_uint64_range(&pg_global_prng_state, low, high);
+#else
+	return low + random() % (high - low + 1);
+#endif
+}
+
+/*
+ * Get ready to wait for lock_name; returns the slot to pass to
+ * dlock_wait_sleep. Called before the first attempt, so that a release
+ * committed between an attempt and the sleep still wakes us.
+ */
+int
+dlock_wait_prepare(text *lock_name)
+{
+	int			slot = wait_slot(lock_name);
+
+	if (wait_shared != NULL)
+		ConditionVariablePrepareToSleep(&wait_shared->slots[slot]);
+	return slot;
+}
+
+/*
+ * Sleep before attempt number round + 1. busy_until is when the current
+ * lease expires (0 if unknown); remaining_usecs is what is left of the
+ * caller's wait. Returns early on a release broadcast, and raises an error
+ * on cancel or statement_timeout.
+ */
+void
+dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int round)
+{
+	int64		max_ms = wait_shared ? MAX_SLEEP_NOTIFIED_MS : MAX_SLEEP_POLLING_MS;
+	int64		step_ms = Min(max_ms, (int64) 2 << Min(round, 16));
+	int64		sleep_usecs = random_between(step_ms * 500, step_ms * 1000);
+
+	if (busy_until != 0)
+	{
+		int64		until_expiry = busy_until - GetCurrentTimestamp() + 1000;
+
+		sleep_usecs = Min(sleep_usecs, Max(until_expiry, 1000));
+	}
+	sleep_usecs = Min(sleep_usecs, remaining_usecs);
+	sleep_usecs = Max(sleep_usecs, 1000);
+
+	if (wait_shared != NULL)
+		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot],
+										   sleep_usecs / 1000, PG_WAIT_EXTENSION);
+	else
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_usecs / 1000, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The wait is over (acquired or given up); count it if there was one.
+ */
+void
+dlock_wait_finish(bool waited, int64 waited_usecs)
+{
+	if (wait_shared != NULL)
+		ConditionVariableCancelSleep();
+	if (waited)
+	{
+		dlock_count(STAT_WAITS, 1);
+		dlock_count(STAT_WAIT_USECS, (uint64) waited_usecs);
+	}
+}
+
+/*
+ * Wake the waiters for lock_name once the current transaction commits.
+ */
+void
+dlock_wake_waiters(text *lock_name)
+{
+	int			slot = wait_slot(lock_name);
+
+	if (wait_shared == NULL)
+		return;
+	pending_wakeups[slot / 64] |= UINT64CONST(1) << (slot % 64);
+	any_pending_wakeup = true;
+}
+
+static void
+wait_xact_callback(XactEvent event, void *arg)
+{
+	if (!any_pending_wakeup)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+	{
+		for (int word = 0; word < WAIT_SLOTS / 64; word++)
+			for (int bit = 0; bit < 64 && pending_wakeups[word] != 0; bit++)
+				if (pending_wakeups[word] & (UINT64CONST(1) << bit))
+				{
+					ConditionVariableBroadcast(&wait_shared->slots[word * 64 + bit]);
+					pending_wakeups[word] &= ~(UINT64CONST(1) << bit);
+				}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		memset(pending_wakeups, 0, sizeof(pending_wakeups));
+		any_pending_wakeup = false;
+	}
+}
+
+Size
+dlock_wait_shmem_size(void)
+{
+	return MAXALIGN(sizeof(DlockWaitShared));
+}
+
+/*
+ * Create or attach to the condition variables; caller holds
+ * AddinShmemInitLock.
+ */
+void
+dlock_wait_shmem_init(void)
+{
+	bool		found;
+
+	wait_shared = ShmemInitStruct("pg_dlock waiters", sizeof(DlockWaitShared), &found);
+	if (!found)
+		for (int i = 0; i < WAIT_SLOTS; i++)
+			ConditionVariableInit(&wait_shared->slots[i]);
+}
+
+/*
+ * Called from _PG_init.
+ */
+void
+dlock_wait_init(void)
+{
+	RegisterXactCallback(wait_xact_callback, NULL);
+}
