@@ -1,0 +1,317 @@
+// tests/faults/worker/main.cpp -- one worker process of the fault harness.
+//
+// Loops until its duration runs out: acquire one of a few shared lock names,
+// do fenced writes while holding it, release. Every call goes to the history
+// file with its outcome (see history.hpp). The orchestrator (harness.py) starts
+// several of these, injects faults, and hands all histories to checker.py.
+//
+// Usage: fault_worker --id w1 --conninfo "..." --history FILE [options]
+//   --locks L1,L2,L3       lock names shared by all workers
+//   --duration-ms N        how long to run
+//   --ttl-ms N             lease ttl
+//   --fencing 0|1          0 = negative control: no holds()/fence(), tables without trigger
+//   --p-token P            chance of a second write on a token-only resource (t or f)
+//   --p-wait P             chance an acquire waits in the server (dlock.acquire)
+//   --p-txn P              chance an acquire runs in an explicit transaction ...
+//   --txn-pause-ms N       ... with this pause before COMMIT
+//   --p-renew P            chance of an explicit renew before the writes
+//   --slow-prob P --slow-ms N --slow-where before|inside
+//                          a slow holder: pause before the write transaction or
+//                          between the read and the write of the read-modify-write
+//   --use-lease 0|1        hold the lease until its local deadline is near, then
+//                          write only if the lease is still locally valid
+//   --drift X              drift allowance of the local lease deadline
+//   --think-ms N           pause between iterations
+//   --pqxx                 use libpqxx directly even when the client library is built
+//   --seed N
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "history.hpp"
+#include "lock_api.hpp"
+#include "resource.hpp"
+#include "session.hpp"
+
+namespace {
+
+using faults::acquire_mode;
+using faults::op_result;
+using faults::record;
+using faults::result_kind;
+using std::chrono::milliseconds;
+
+struct options {
+    std::string id = "w1";
+    std::string conninfo;
+    std::string history;
+    std::vector<std::string> locks{"L1", "L2", "L3"};
+    long duration_ms = 5000;
+    long ttl_ms = 1500;
+    bool fencing = true;
+    double p_token = 0.5;
+    double p_wait = 0.2;
+    double p_txn = 0.0;
+    long txn_pause_ms = 30;
+    double p_renew = 0.2;
+    double slow_prob = 0.0;
+    long slow_ms = 0;
+    std::string slow_where = "before";
+    bool use_lease = false;
+    double drift = 0.05;
+    long think_ms = 5;
+    bool force_pqxx = false;
+    unsigned long seed = 0;
+};
+
+std::vector<std::string> split(const std::string& text, char sep)
+{
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, sep))
+        if (!item.empty())
+            parts.push_back(item);
+    return parts;
+}
+
+options parse(int argc, char** argv)
+{
+    options o;
+    std::map<std::string, std::string> kv;
+    for (int i = 1; i < argc; ++i) {
+        std::string key = argv[i];
+        if (key == "--pqxx") {
+            o.force_pqxx = true;
+            continue;
+        }
+        if (key.rfind("--", 0) != 0 || i + 1 >= argc)
+            throw std::invalid_argument("bad argument " + key);
+        kv[key.substr(2)] = argv[++i];
+    }
+    for (const auto& [k, v] : kv) {
+        if (k == "id") o.id = v;
+        else if (k == "conninfo") o.conninfo = v;
+        else if (k == "history") o.history = v;
+        else if (k == "locks") o.locks = split(v, ',');
+        else if (k == "duration-ms") o.duration_ms = std::stol(v);
+        else if (k == "ttl-ms") o.ttl_ms = std::stol(v);
+        else if (k == "fencing") o.fencing = v != "0";
+        else if (k == "p-token") o.p_token = std::stod(v);
+        else if (k == "p-wait") o.p_wait = std::stod(v);
+        else if (k == "p-txn") o.p_txn = std::stod(v);
+        else if (k == "txn-pause-ms") o.txn_pause_ms = std::stol(v);
+        else if (k == "p-renew") o.p_renew = std::stod(v);
+        else if (k == "slow-prob") o.slow_prob = std::stod(v);
+        else if (k == "slow-ms") o.slow_ms = std::stol(v);
+        else if (k == "slow-where") o.slow_where = v;
+        else if (k == "use-lease") o.use_lease = v != "0";
+        else if (k == "drift") o.drift = std::stod(v);
+        else if (k == "think-ms") o.think_ms = std::stol(v);
+        else if (k == "seed") o.seed = std::stoul(v);
+        else throw std::invalid_argument("unknown option --" + k);
+    }
+    if (o.history.empty() || o.locks.empty())
+        throw std::invalid_argument("--history and --locks are required");
+    return o;
+}
+
+class worker {
+public:
+    explicit worker(const options& o)
+        : m_opt(o),
+          m_history(o.history),
+          m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{20}}, o.force_pqxx)),
+          m_data(o.conninfo, "faults-" + o.id + "-data"),
+          m_rng(o.seed ? o.seed : std::random_device{}())
+    {
+    }
+
+    void run()
+    {
+        m_history.append(record(m_opt.id, 0, "start")
+                             .num("pid", getpid())
+                             .str("impl", m_locks->implementation())
+                             .flag("fencing", m_opt.fencing));
+        const auto end = faults::history_clock_ns() + m_opt.duration_ms * 1000000L;
+        while (faults::history_clock_ns() < end) {
+            iteration(end);
+            pause(milliseconds{m_opt.think_ms});
+        }
+        m_history.append(record(m_opt.id, 0, "stop"));
+    }
+
+private:
+    bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(m_rng) < p; }
+
+    static void pause(milliseconds d)
+    {
+        if (d.count() > 0)
+            std::this_thread::sleep_for(d);
+    }
+
+    void complete(std::int64_t id, const op_result& r)
+    {
+        record done(m_opt.id, id, faults::to_string(r.kind));
+        if (!r.why.empty())
+            done.str("why", r.why);
+        if (r.token != 0)
+            done.num("token", r.token);
+        if (!r.owner.empty())
+            done.str("owner", r.owner);
+        m_history.append(done);
+    }
+
+    void iteration(std::int64_t end)
+    {
+        const std::string lock = m_opt.locks[std::uniform_int_distribution<std::size_t>(
+            0, m_opt.locks.size() - 1)(m_rng)];
+        const milliseconds ttl{m_opt.ttl_ms};
+
+        acquire_mode mode = acquire_mode::try_once;
+        milliseconds extra{0};
+        if (chance(m_opt.p_txn)) {
+            mode = acquire_mode::transaction;
+            extra = milliseconds{m_opt.txn_pause_ms};
+        } else if (chance(m_opt.p_wait)) {
+            mode = acquire_mode::wait;
+            extra = milliseconds{m_opt.ttl_ms / 2};
+        }
+
+        // Acquire; an uncertain outcome is retried with the same owner token.
+        std::string owner;
+        op_result got;
+        for (int attempt = 0; attempt < 20 && faults::history_clock_ns() < end; ++attempt) {
+            const std::int64_t id = ++m_next_id;
+            m_history.append(record(m_opt.id, id, "invoke")
+                                 .str("op", "acquire")
+                                 .str("lock", lock)
+                                 .str("owner", owner)
+                                 .str("mode", mode == acquire_mode::try_once ? "try"
+                                              : mode == acquire_mode::wait ? "wait"
+                                                                            : "txn"));
+            got = m_locks->acquire(lock, ttl, owner, mode, extra);
+            complete(id, got);
+            if (got.kind == result_kind::unknown) {
+                if (!got.owner.empty())
+                    owner = got.owner;
+                pause(milliseconds{50});
+                continue;
+            }
+            if (got.kind == result_kind::fail || got.why == "25006") {
+                // No connection, or reached a read-only server: nothing happened; try
+                // again (with the same owner if an earlier attempt was uncertain).
+                pause(milliseconds{100});
+                if (owner.empty())
+                    break;
+                continue;
+            }
+            break;
+        }
+        if (got.kind != result_kind::ok)
+            return;
+
+        const std::int64_t token = got.token;
+        if (m_opt.use_lease) {
+            // Use the lease almost to its local end, the way a careful client does.
+            const auto margin = milliseconds{m_opt.ttl_ms / 20};
+            const auto left = m_locks->time_left();
+            if (left > margin)
+                pause(left - margin);
+        }
+        if (chance(m_opt.slow_prob) && m_opt.slow_where == "before") {
+            m_history.append(record(m_opt.id, ++m_next_id, "note").str("what", "slow").str("lock", lock));
+            pause(milliseconds{m_opt.slow_ms});
+        }
+        if (chance(m_opt.p_renew)) {
+            const std::int64_t id = ++m_next_id;
+            m_history.append(record(m_opt.id, id, "invoke")
+                                 .str("op", "renew")
+                                 .str("lock", lock)
+                                 .str("owner", got.owner)
+                                 .num("token", token));
+            complete(id, m_locks->renew());
+        }
+
+        bool locally_valid = m_locks->lease_valid();
+        if (!(m_opt.use_lease && !locally_valid)) {
+            faults::write_request req;
+            req.kind = 'g';
+            req.lock_name = lock;
+            req.token = token;
+            req.worker_id = m_opt.id;
+            req.fencing = m_opt.fencing;
+            if (m_opt.slow_where == "inside" && chance(m_opt.slow_prob))
+                req.inside_delay = milliseconds{m_opt.slow_ms};
+            write(req, got.owner, locally_valid);
+            if (chance(m_opt.p_token)) {
+                req.kind = chance(0.5) ? 't' : 'f';
+                req.inside_delay = milliseconds{0};
+                locally_valid = m_locks->lease_valid();
+                write(req, got.owner, locally_valid);
+            }
+        }
+
+        const std::int64_t id = ++m_next_id;
+        m_history.append(record(m_opt.id, id, "invoke")
+                             .str("op", "release")
+                             .str("lock", lock)
+                             .str("owner", got.owner)
+                             .num("token", token));
+        complete(id, m_locks->release());
+    }
+
+    void write(faults::write_request& req, const std::string& owner, bool locally_valid)
+    {
+        req.op_id = ++m_next_id;
+        m_history.append(record(m_opt.id, req.op_id, "invoke")
+                             .str("op", "write")
+                             .str("lock", req.lock_name)
+                             .str("res", std::string(1, req.kind) + ":" + req.lock_name)
+                             .str("owner", owner)
+                             .num("token", req.token)
+                             .flag("local_valid", locally_valid)
+                             .num("delay_ms", req.inside_delay.count()));
+        const auto r = faults::fenced_write(m_data, req);
+        record done(m_opt.id, req.op_id, faults::to_string(r.outcome.kind));
+        if (!r.outcome.why.empty())
+            done.str("why", r.outcome.why);
+        if (r.outcome.kind == result_kind::ok || r.outcome.kind == result_kind::unknown)
+            done.num("before", r.before).num("after", r.after);
+        m_history.append(done);
+        if (!m_data.connected())
+            pause(milliseconds{20});
+    }
+
+    options m_opt;
+    faults::history_file m_history;
+    std::unique_ptr<faults::lock_api> m_locks;
+    faults::db_session m_data;
+    std::mt19937_64 m_rng;
+    std::int64_t m_next_id = 0;
+};
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::signal(SIGPIPE, SIG_IGN);
+    try {
+        const options o = parse(argc, argv);
+        worker w(o);
+        w.run();
+    } catch (const std::exception& e) {
+        std::cerr << "fault_worker: " << e.what() << "\n";
+        return 2;
+    }
+    return 0;
+}
