@@ -302,10 +302,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		dlock_count(STAT_WAIT_TIMEOUTS, 1);
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not acquire lock \"%s\" within %s",
-						text_to_cstring(args.lock_name),
-						DatumGetCString(DirectFunctionCall1(interval_out,
-															PG_GETARG_DATUM(2)))),
+				 errmsg("could not acquire lock \"%s\" within " INT64_FORMAT " ms",
+						text_to_cstring(args.lock_name), wait_usecs / 1000),
 				 errdetail("Another owner held a live lease for the whole wait.")));
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));

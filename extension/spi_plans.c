@@ -153,7 +153,7 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		"  SELECT l.lock_name FROM dlock.distributed_lock l"
 		"  WHERE EXISTS (SELECT 1 FROM floor)"
 		"    AND (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())"
-		"    AND pg_catalog.coalesce(l.lease_until, l.updated_at)"
+		"    AND COALESCE(l.lease_until, l.updated_at)"
 		"        < pg_catalog.clock_timestamp() - $1"
 		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
 		"), gone AS ("
@@ -162,7 +162,7 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		"  RETURNING l.fencing_seq"
 		"), raised AS ("
 		"  UPDATE dlock.token_floor f"
-		"  SET reaped_max = pg_catalog.greatest(f.reaped_max, (SELECT pg_catalog.max(fencing_seq) FROM gone))"
+		"  SET reaped_max = GREATEST(f.reaped_max, (SELECT pg_catalog.max(fencing_seq) FROM gone))"
 		"  WHERE EXISTS (SELECT 1 FROM gone)"
 		"  RETURNING 1"
 		") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone",

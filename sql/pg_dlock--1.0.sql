@@ -13,6 +13,9 @@
  *     grant.
  */
 
+-- Everyone may use the schema; what they may do in it is granted per object.
+GRANT USAGE ON SCHEMA dlock TO PUBLIC;
+
 CREATE TYPE dlock.lease AS (
 	lock_name text,
 	owner_token uuid,

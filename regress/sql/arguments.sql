@@ -1,0 +1,68 @@
+-- Bad input: each refused call names the argument and has its SQLSTATE;
+-- nothing is changed by a refused call
+\set VERBOSITY terse
+
+-- refused: NULL arguments (22004)
+SELECT dlock.try_acquire(NULL, '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.try_acquire('args', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.acquire('args', '1 minute', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.renew('args', NULL, '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.renew('args', '00000000-0000-0000-0000-000000000001', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.release(NULL, '00000000-0000-0000-0000-000000000001');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.release('args', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.holds('args', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.fence(NULL, 1);
+\echo :LAST_ERROR_SQLSTATE
+
+-- refused: empty and over-long names (22023); 200 characters is the limit
+SELECT dlock.try_acquire('', '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.try_acquire(repeat('x', 201), '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.try_acquire(repeat('é', 201), '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+SELECT (dlock.try_acquire(repeat('é', 200), '1 minute')).fencing_token IS NOT NULL AS two_hundred_accepted;
+SELECT dlock.fence('', 1);
+\echo :LAST_ERROR_SQLSTATE
+
+-- refused: ttl not positive, or above dlock.max_ttl (22023)
+SELECT dlock.try_acquire('args', '0');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.try_acquire('args', '-1 second');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.try_acquire('args', '2 days');
+\echo :LAST_ERROR_SQLSTATE
+SET dlock.max_ttl = '10s';
+SELECT dlock.try_acquire('args', '11 seconds');
+\echo :LAST_ERROR_SQLSTATE
+SELECT (dlock.try_acquire('args', '10 seconds', '00000000-0000-0000-0000-000000000001')).fencing_token IS NOT NULL AS at_limit;
+SELECT dlock.renew('args', '00000000-0000-0000-0000-000000000001', '1 minute');
+\echo :LAST_ERROR_SQLSTATE
+RESET dlock.max_ttl;
+
+-- refused: negative wait (22023)
+SELECT dlock.acquire('args', '1 minute', '-1 second');
+\echo :LAST_ERROR_SQLSTATE
+
+-- refused: only superusers may change dlock.max_ttl (42501)
+CREATE ROLE regress_dlock_args;
+SET ROLE regress_dlock_args;
+SET dlock.max_ttl = '1 year';
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+DROP ROLE regress_dlock_args;
+
+-- refused: unknown settings under the reserved prefix
+SET dlock.no_such_setting = 1;
+\echo :LAST_ERROR_SQLSTATE
+
+-- nothing was left behind by the refused calls
+SELECT lock_name, state, acquisitions FROM dlock.locks WHERE lock_name = 'args';
