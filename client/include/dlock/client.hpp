@@ -1,0 +1,88 @@
+// dlock/client.hpp -- connection to a pg_dlock server, the entry point.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dlock/errors.hpp"
+#include "dlock/lease.hpp"
+#include "dlock/metrics.hpp"
+#include "dlock/options.hpp"
+#include "dlock/transaction.hpp"
+
+namespace pqxx {
+class transaction_base;
+}
+
+namespace dlock {
+
+namespace internal {
+struct client_core;
+}
+
+/// A client of the pg_dlock extension.
+///
+/// It owns one connection for the caller's calls (acquire, release, explicit
+/// renew) and, once a lease asks for keep-alive, a second connection used only
+/// by its keep-alive thread, so renewals never wait behind the caller's queries
+/// and never share a libpqxx connection with another thread.
+///
+/// Thread safety: a client may be shared between threads; its calls are
+/// serialized on its connection. Leases keep what they need alive, so a lease
+/// may outlive the client object that granted it.
+class client {
+public:
+    /// Connects lazily (on first use) with options.connection_string or the PG* environment.
+    explicit client(client_options options = {});
+    /// Shorthand for a client with just a connection string.
+    explicit client(std::string connection_string);
+    client(client&&) noexcept;
+    client& operator=(client&&) noexcept;
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+    ~client() noexcept;
+
+    /// Takes the lock if it is free or its lease expired; nullopt when another owner
+    /// holds a live lease. An unknown outcome is retried with the same owner token
+    /// (client_options::retry); when retries run out, throws unknown_outcome_error.
+    [[nodiscard]] std::optional<lease> try_acquire(std::string_view lock_name,
+                                                   const lease_options& options = {});
+
+    /// Like try_acquire, but the server waits up to `wait` for the lock; throws
+    /// busy_error when the wait runs out.
+    [[nodiscard]] lease acquire(std::string_view lock_name, std::chrono::milliseconds wait,
+                                const lease_options& options = {});
+
+    /// try_acquire inside the caller's transaction: the lease exists only if txn
+    /// commits. No retries (the caller owns the transaction). nullopt when busy.
+    [[nodiscard]] std::optional<grant> try_acquire(pqxx::transaction_base& txn,
+                                                   std::string_view lock_name,
+                                                   const lease_options& options = {});
+
+    /// Turns a committed grant into a lease object (keep-alive, release on scope exit).
+    [[nodiscard]] lease adopt(const grant& granted, const lease_options& options = {});
+
+    /// Ends the current lease of lock_name whoever holds it, recording reason in
+    /// dlock.audit_log; false when nothing was held. Needs a grant on
+    /// dlock.force_release (else permission_error).
+    [[nodiscard]] bool force_release(std::string_view lock_name, std::string_view reason);
+
+    /// Counters since this client was created.
+    [[nodiscard]] dlock::metrics metrics() const;
+
+    /// The holder text stored with this client's leases.
+    [[nodiscard]] const std::string& holder() const noexcept;
+
+    /// The server process id of the caller connection (connects if needed).
+    [[nodiscard]] int backend_pid();
+    /// The server process id of the keep-alive connection, 0 when not connected.
+    [[nodiscard]] int keep_alive_backend_pid() const;
+
+private:
+    std::shared_ptr<internal::client_core> m_core;
+};
+
+} // namespace dlock

@@ -1,0 +1,9 @@
+// dlock/dlock.hpp -- everything of the pg_dlock C++ client.
+#pragma once
+
+#include "dlock/client.hpp"
+#include "dlock/errors.hpp"
+#include "dlock/lease.hpp"
+#include "dlock/metrics.hpp"
+#include "dlock/options.hpp"
+#include "dlock/transaction.hpp"

@@ -1,0 +1,84 @@
+// dlock/options.hpp -- settings for a client and for each lease.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace dlock {
+
+/// The clock every deadline is measured on: monotonic, never set back.
+using steady_clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// Three-valued result of a call that changes lock state.
+enum class outcome {
+    done,    ///< the server confirmed the change
+    refused, ///< the server confirmed it did not make the change (not held, busy)
+    unknown, ///< the call may or may not have taken effect
+};
+
+/// "done", "refused" or "unknown".
+[[nodiscard]] const char* to_string(outcome value) noexcept;
+
+/// How a call with an unknown outcome is retried (only calls that are safe to
+/// repeat: acquire with the same owner token).
+struct retry_policy {
+    int max_attempts = 5;                 ///< attempts in total, including the first
+    milliseconds initial_backoff{50};     ///< upper bound of the first sleep
+    milliseconds max_backoff{2000};       ///< cap of the exponentially growing bound
+};
+
+/// Settings of a client object.
+struct client_options {
+    /// libpq connection string or URI; empty uses the PG* environment. Multi-host
+    /// strings ("host=a,b target_session_attrs=read-write") follow a failover.
+    std::string connection_string;
+    /// Text stored with every lease (dlock.locks.holder); empty = "hostname:pid".
+    std::string holder;
+    /// Allowance for the client clock running faster than the server's (0.01 = 1 %).
+    double drift_allowance = 0.01;
+    /// Fixed amount taken off every deadline on top of the drift allowance.
+    milliseconds safety_margin{50};
+    retry_policy retry;
+};
+
+/// Why a lease was marked lost.
+enum class loss_reason {
+    refused,   ///< a renewal was refused: the lease had expired or was taken over
+    uncertain, ///< a renewal's outcome is unknown (connection dropped, commit in doubt)
+    expired,   ///< the local deadline passed without a confirmed renewal
+};
+
+/// "refused", "uncertain" or "expired".
+[[nodiscard]] const char* to_string(loss_reason value) noexcept;
+
+/// What an on_lost callback is told.
+struct lost_lease {
+    std::string lock_name;
+    std::int64_t fencing_token = 0;
+    loss_reason reason = loss_reason::expired;
+};
+
+/// Settings of one lease.
+struct lease_options {
+    milliseconds ttl{30000};
+    /// Renew in the background on the client's keep-alive connection and thread.
+    bool keep_alive = true;
+    /// Time between renewals; zero means ttl / 3.
+    milliseconds renew_every{0};
+    /// Renew only when the work called lease::report_progress() since the last
+    /// renewal, so a hung job loses its lease instead of holding it forever.
+    bool renew_only_on_progress = false;
+    /// Runs once, on the keep-alive thread, when the lease is marked lost. Keep it
+    /// short; it must not block on the lease's own thread.
+    std::function<void(const lost_lease&)> on_lost;
+    /// Overrides client_options::holder when not empty.
+    std::string holder;
+    /// A UUID to use as owner token; empty = a fresh random one. Reusing the token
+    /// of an uncertain acquire resolves it (the server's acquire is idempotent).
+    std::string owner_token;
+};
+
+} // namespace dlock

@@ -1,0 +1,190 @@
+// client_test.cpp -- leases from a client: scope release, busy, waits,
+// deadlines, typed errors and metrics, against a real pg_dlock server.
+#include <dlock/dlock.hpp>
+
+#include <future>
+
+#include "dlock_testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class client_test : public dlock_testing::server_test {
+protected:
+    static dlock::lease_options ttl(std::chrono::milliseconds value) {
+        dlock::lease_options o;
+        o.ttl = value;
+        return o;
+    }
+};
+
+TEST_F(client_test, lease_is_released_when_it_goes_out_of_scope) {
+    const auto name = unique_name("scope");
+    dlock::client c;
+    {
+        auto l = c.try_acquire(name, ttl(30s));
+        ASSERT_TRUE(l.has_value());
+        EXPECT_TRUE(l->valid());
+        EXPECT_EQ(l->name(), name);
+        EXPECT_GT(l->fencing_token(), 0);
+        EXPECT_EQ(state_of(name), "held");
+    }
+    EXPECT_EQ(state_of(name), "free");
+    EXPECT_EQ(c.metrics().releases, 1u);
+    dlock::client other;
+    EXPECT_TRUE(other.try_acquire(name, ttl(30s)).has_value());
+}
+
+TEST_F(client_test, second_owner_is_refused_while_the_lease_lives) {
+    const auto name = unique_name("busy");
+    dlock::client a;
+    dlock::client b;
+    auto held = a.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    EXPECT_FALSE(b.try_acquire(name, ttl(30s)).has_value());
+    EXPECT_EQ(b.metrics().busy, 1u);
+    EXPECT_EQ(b.metrics().acquisitions, 0u);
+    EXPECT_EQ(a.metrics().acquisitions, 1u);
+}
+
+TEST_F(client_test, acquire_with_wait_raises_busy_error_when_the_wait_runs_out) {
+    const auto name = unique_name("wait-out");
+    dlock::client a;
+    dlock::client b;
+    auto held = a.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        auto l = b.acquire(name, 300ms, ttl(30s));
+        FAIL() << "acquire returned a lease for a held lock";
+    } catch (const dlock::busy_error& e) {
+        EXPECT_EQ(e.sqlstate(), "55P03");
+        EXPECT_EQ(e.subject(), name);
+    }
+    // The wait limit is the behaviour here: it must have waited for it.
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+    const auto m = b.metrics();
+    EXPECT_EQ(m.waits, 1u);
+    EXPECT_EQ(m.wait_timeouts, 1u);
+    std::uint64_t recorded = 0;
+    for (auto n : m.wait_histogram) recorded += n;
+    EXPECT_EQ(recorded, 1u);
+    EXPECT_EQ(m.wait_histogram[0] + m.wait_histogram[1] + m.wait_histogram[2], 0u); // > 100 ms
+}
+
+TEST_F(client_test, acquire_with_wait_gets_the_lock_when_it_is_released) {
+    const auto name = unique_name("wait-ok");
+    dlock::client a;
+    dlock::client b;
+    auto held = a.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    const auto first_token = held->fencing_token();
+    auto releaser = std::async(std::launch::async, [&] {
+        std::this_thread::sleep_for(300ms);
+        return held->release();
+    });
+    auto l = b.acquire(name, 10s, ttl(30s));
+    EXPECT_EQ(releaser.get(), dlock::outcome::done);
+    EXPECT_TRUE(l.valid());
+    EXPECT_GT(l.fencing_token(), first_token);
+    EXPECT_EQ(b.metrics().waits, 1u);
+    EXPECT_EQ(b.metrics().wait_timeouts, 0u);
+}
+
+// The client deadline must never be later than the server's lease_until minus
+// the round trip of the query that observed it (measured from its send time).
+TEST_F(client_test, deadline_is_never_later_than_server_lease_until_minus_round_trip) {
+    dlock::client c;
+    for (auto t : {1000ms, 2000ms, 30000ms}) {
+        const auto name = unique_name("deadline");
+        auto l = c.try_acquire(name, ttl(t));
+        ASSERT_TRUE(l.has_value());
+        for (int round = 0; round < 2; ++round) {
+            if (round == 1) {
+                ASSERT_EQ(l->renew(), dlock::outcome::done);
+            }
+            pqxx::nontransaction tx{admin()};
+            const auto sent = std::chrono::steady_clock::now();
+            const auto r = tx.exec_params(
+                "SELECT extract(epoch FROM lease_until - clock_timestamp())::float8 FROM dlock.locks "
+                "WHERE lock_name = $1",
+                name);
+            ASSERT_EQ(r.size(), 1u);
+            const auto server_left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>{r[0][0].as<double>()});
+            EXPECT_LE(l->deadline(), sent + server_left) << "ttl " << t.count() << " ms, round " << round;
+            // ...and not uselessly early: within drift + margin + a scheduling allowance.
+            EXPECT_GE(l->deadline(), sent + server_left - t / 50 - 50ms - 200ms);
+        }
+    }
+}
+
+TEST_F(client_test, bad_arguments_raise_typed_errors) {
+    dlock::client c;
+    auto expect_invalid = [&](const std::string& name, std::chrono::milliseconds t, const char* label) {
+        try {
+            auto l = c.try_acquire(name, ttl(t));
+            ADD_FAILURE() << label << ": no error";
+        } catch (const dlock::invalid_argument_error& e) {
+            EXPECT_EQ(e.sqlstate(), "22023") << label;
+            EXPECT_EQ(e.subject(), name) << label;
+        }
+    };
+    expect_invalid("", 1s, "empty name");
+    expect_invalid(std::string(201, 'x'), 1s, "name over 200 characters");
+    expect_invalid(unique_name("ttl"), 0ms, "zero ttl");
+    expect_invalid(unique_name("ttl"), -5ms, "negative ttl");
+    expect_invalid(unique_name("ttl"), std::chrono::hours{24 * 2}, "ttl above dlock.max_ttl");
+    const auto name = unique_name("wait");
+    EXPECT_THROW((void)c.acquire(name, -1ms, ttl(1s)), dlock::invalid_argument_error);
+}
+
+TEST_F(client_test, force_release_without_grant_raises_permission_error) {
+    sql("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regress_dlock_app') THEN "
+        "CREATE ROLE regress_dlock_app LOGIN; END IF; END$$");
+    sql("GRANT USAGE ON SCHEMA dlock TO regress_dlock_app");
+    const auto name = unique_name("force");
+    dlock::client app{"user=regress_dlock_app"};
+    auto l = app.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(l.has_value());
+    try {
+        (void)app.force_release(name, "test");
+        FAIL() << "force_release without a grant succeeded";
+    } catch (const dlock::permission_error& e) {
+        EXPECT_EQ(e.sqlstate(), "42501");
+        EXPECT_EQ(e.subject(), name);
+    }
+    dlock::client admin_client;
+    EXPECT_TRUE(admin_client.force_release(name, "test"));
+    EXPECT_EQ(state_of(name), "free");
+}
+
+TEST_F(client_test, explicit_release_reports_whether_it_ended_the_lease) {
+    const auto name = unique_name("release");
+    dlock::client c;
+    auto l = c.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(l.has_value());
+    EXPECT_EQ(l->release(), dlock::outcome::done);
+    EXPECT_FALSE(l->valid());
+    EXPECT_FALSE(l->lost());
+    EXPECT_EQ(l->release(), dlock::outcome::refused);
+    EXPECT_EQ(state_of(name), "free");
+}
+
+TEST_F(client_test, moved_lease_is_released_once_by_its_new_owner) {
+    const auto name = unique_name("move");
+    dlock::client c;
+    std::optional<dlock::lease> outer;
+    {
+        auto l = c.try_acquire(name, ttl(30s));
+        ASSERT_TRUE(l.has_value());
+        outer.emplace(std::move(*l));
+    }
+    EXPECT_EQ(state_of(name), "held");
+    outer.reset();
+    EXPECT_EQ(state_of(name), "free");
+    EXPECT_EQ(c.metrics().releases, 1u);
+}
+
+} // namespace

@@ -1,0 +1,153 @@
+// keep_alive_test.cpp -- background renewal: keeps a lease across several ttls,
+// reports a lease lost (refused, expired, no progress) and never renews after
+// a release; a lost lease's fenced writes are refused.
+#include <dlock/dlock.hpp>
+
+#include <atomic>
+#include <future>
+
+#include "dlock_testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class keep_alive_test : public dlock_testing::server_test {};
+
+TEST_F(keep_alive_test, keeps_a_lease_across_several_ttls) {
+    const auto name = unique_name("ka");
+    dlock::client c;
+    dlock::lease_options o;
+    o.ttl = 1s;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    const auto token = l->fencing_token();
+    std::this_thread::sleep_for(3500ms);
+    EXPECT_TRUE(l->valid());
+    EXPECT_EQ(state_of(name), "held");
+    EXPECT_GE(c.metrics().renewals, 3u);
+    EXPECT_EQ(column_of(name, "fencing_token"), token);
+    dlock::client other;
+    EXPECT_FALSE(other.try_acquire(name, o).has_value());
+}
+
+// A pause (keep-alive stopped) lets the lease expire; another owner takes it
+// over. The old lease is reported lost and its fenced writes are refused.
+TEST_F(keep_alive_test, lease_taken_over_after_a_pause_is_reported_lost_and_fenced) {
+    const auto name = unique_name("takeover");
+    const auto resource = unique_name("resource");
+    dlock::client old_client;
+    std::promise<dlock::lost_lease> reported;
+    dlock::lease_options o;
+    o.ttl = 1s;
+    o.on_lost = [&](const dlock::lost_lease& info) { reported.set_value(info); };
+    auto old_lease = old_client.try_acquire(name, o);
+    ASSERT_TRUE(old_lease.has_value());
+    {
+        pqxx::work w{admin()};
+        dlock::fence(w, resource, old_lease->fencing_token());
+        w.commit();
+    }
+
+    old_lease->stop_keep_alive(); // the "process pause"
+    dlock::client new_client;
+    std::optional<dlock::lease> new_lease;
+    ASSERT_TRUE(eventually([&] { return (new_lease = new_client.try_acquire(name, o)).has_value(); }, 5s));
+    EXPECT_GT(new_lease->fencing_token(), old_lease->fencing_token());
+    {
+        pqxx::work w{admin()};
+        dlock::fence(w, resource, new_lease->fencing_token());
+        w.commit();
+    }
+
+    // Reported lost: the takeover could only happen after the old deadline.
+    EXPECT_TRUE(old_lease->lost());
+    EXPECT_FALSE(old_lease->valid());
+    EXPECT_TRUE(old_lease->wait_lost(0ms));
+    auto fut = reported.get_future();
+    ASSERT_EQ(fut.wait_for(2s), std::future_status::ready);
+    const auto info = fut.get();
+    EXPECT_EQ(info.lock_name, name);
+    EXPECT_EQ(info.fencing_token, old_lease->fencing_token());
+    EXPECT_EQ(info.reason, dlock::loss_reason::expired);
+    EXPECT_EQ(old_client.metrics().lost, 1u);
+
+    // The old owner's writes are refused.
+    {
+        pqxx::work w{admin()};
+        EXPECT_THROW(dlock::fence(w, resource, old_lease->fencing_token()), dlock::stale_token_error);
+    }
+    {
+        pqxx::work w{admin()};
+        try {
+            dlock::assert_holds(w, name, old_lease->fencing_token());
+            ADD_FAILURE() << "assert_holds accepted the old token";
+        } catch (const dlock::not_held_error& e) {
+            EXPECT_EQ(e.sqlstate(), "DL002");
+            EXPECT_EQ(e.subject(), name);
+        }
+    }
+    EXPECT_EQ(old_lease->renew(), dlock::outcome::refused);
+    // Releasing the old lease must not end the new owner's lease.
+    EXPECT_EQ(old_lease->release(), dlock::outcome::refused);
+    EXPECT_TRUE(new_lease->valid());
+    EXPECT_EQ(state_of(name), "held");
+}
+
+TEST_F(keep_alive_test, refused_renewal_marks_the_lease_lost_at_once) {
+    const auto name = unique_name("refused");
+    dlock::client c;
+    std::atomic<int> calls{0};
+    dlock::lease_options o;
+    o.ttl = 30s;
+    o.renew_every = 100ms;
+    o.on_lost = [&](const dlock::lost_lease&) { ++calls; };
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    dlock::client admin_client;
+    ASSERT_TRUE(admin_client.force_release(name, "keep_alive_test"));
+    ASSERT_TRUE(l->wait_lost(3s)); // long before the 30 s ttl
+    EXPECT_EQ(l->loss(), dlock::loss_reason::refused);
+    EXPECT_TRUE(eventually([&] { return calls == 1; }, 2s));
+    EXPECT_GE(c.metrics().renewals_refused, 1u);
+}
+
+TEST_F(keep_alive_test, renews_only_while_progress_is_reported) {
+    const auto name = unique_name("progress");
+    dlock::client c;
+    dlock::lease_options o;
+    o.ttl = 1s;
+    o.renew_only_on_progress = true;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    for (int i = 0; i < 20; ++i) { // 2 s of a working job
+        l->report_progress();
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(l->valid());
+    EXPECT_GE(c.metrics().renewals, 3u);
+    // The job hangs: no more progress. The lease must run out within about a ttl.
+    EXPECT_TRUE(l->wait_lost(2s));
+    EXPECT_EQ(l->loss(), dlock::loss_reason::expired);
+    EXPECT_TRUE(eventually([&] { return state_of(name) != "held"; }, 2s));
+}
+
+TEST_F(keep_alive_test, never_renews_after_release) {
+    const auto name = unique_name("after-release");
+    dlock::client c;
+    dlock::lease_options o;
+    o.ttl = 1s;
+    o.renew_every = 20ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(l->release(), dlock::outcome::done);
+    const auto renewals = c.metrics().renewals;
+    EXPECT_GE(renewals, 2u);
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(c.metrics().renewals, renewals);
+    EXPECT_EQ(c.metrics().renewals_refused, 0u);
+    EXPECT_EQ(state_of(name), "free");
+}
+
+} // namespace

@@ -1,0 +1,200 @@
+// outcome_test.cpp -- unknown outcomes: a terminated backend is never reported
+// as success; an uncertain acquire is retried with the same owner token; a
+// commit that canceled its synchronous-replication wait counts as unknown;
+// destructors with a dead connection do not throw.
+#include <dlock/dlock.hpp>
+
+#include <future>
+
+#include "dlock_testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class outcome_test : public dlock_testing::server_test {
+protected:
+    static dlock::client_options no_retry() {
+        dlock::client_options o;
+        o.retry.max_attempts = 1;
+        return o;
+    }
+    static dlock::lease_options ttl(std::chrono::milliseconds value) {
+        dlock::lease_options o;
+        o.ttl = value;
+        return o;
+    }
+};
+
+TEST_F(outcome_test, terminated_backend_during_acquire_gives_unknown_not_success) {
+    const auto name = unique_name("terminate");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+
+    dlock::client c{no_retry()};
+    const int pid = c.backend_pid();
+    auto call = std::async(std::launch::async, [&] { return c.acquire(name, 20s, ttl(30s)); });
+    ASSERT_TRUE(wait_until_waiting(pid, "", 5s));
+    terminate_backend(pid);
+    ASSERT_EQ(call.wait_for(5s), std::future_status::ready);
+    try {
+        auto l = call.get();
+        FAIL() << "acquire reported success after its backend was terminated";
+    } catch (const dlock::unknown_outcome_error& e) {
+        EXPECT_EQ(e.subject(), name);
+        EXPECT_FALSE(e.owner_token().empty());
+    }
+    EXPECT_EQ(c.metrics().unknown_outcomes, 1u);
+    EXPECT_EQ(c.metrics().acquisitions, 0u);
+}
+
+// The retry after an unknown outcome uses the same owner token: it waits on,
+// and one lease (not two) is granted.
+TEST_F(outcome_test, unknown_acquire_is_retried_with_the_same_owner) {
+    const auto name = unique_name("retry");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    const auto acquisitions_before = column_of(name, "acquisitions");
+
+    dlock::client c;
+    const int pid = c.backend_pid();
+    auto call = std::async(std::launch::async, [&] { return c.acquire(name, 20s, ttl(30s)); });
+    ASSERT_TRUE(wait_until_waiting(pid, "", 5s));
+    terminate_backend(pid);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(held->release(), dlock::outcome::done);
+    ASSERT_EQ(call.wait_for(10s), std::future_status::ready);
+    auto l = call.get();
+    EXPECT_TRUE(l.valid());
+    EXPECT_GE(c.metrics().unknown_outcomes, 1u);
+    EXPECT_GE(c.metrics().retries, 1u);
+    EXPECT_EQ(c.metrics().acquisitions, 1u);
+    EXPECT_EQ(column_of(name, "acquisitions"), acquisitions_before + 1);
+    EXPECT_EQ(column_of(name, "fencing_token"), l.fencing_token());
+}
+
+// With a synchronous standby configured that never connects, the acquire's
+// commit waits; canceling the wait makes PostgreSQL report success with the
+// warning "canceling wait for synchronous replication": committed locally
+// only. The client must treat that as unknown and retry with the same owner
+// token -- which returns the same lease, not a second one.
+class sync_rep_test : public outcome_test {
+protected:
+    void TearDown() override {
+        reset_sync_rep();
+        outcome_test::TearDown();
+    }
+    void set_sync_rep(const std::string& value) {
+        sql("ALTER SYSTEM SET synchronous_standby_names = '" + value + "'");
+        sql("SELECT pg_reload_conf()");
+        ASSERT_TRUE(eventually(
+            [&] {
+                pqxx::connection fresh;
+                pqxx::nontransaction tx{fresh};
+                return tx.exec("SHOW synchronous_standby_names")[0][0].as<std::string>() == value;
+            },
+            5s));
+    }
+    void reset_sync_rep() {
+        try {
+            sql("ALTER SYSTEM RESET synchronous_standby_names");
+            sql("SELECT pg_reload_conf()");
+        } catch (...) { // NOLINT(bugprone-empty-catch)
+        }
+    }
+};
+
+TEST_F(sync_rep_test, canceled_sync_rep_wait_is_unknown_and_the_retry_keeps_the_token) {
+    const auto name = unique_name("syncrep");
+    dlock::client_options co;
+    co.retry.initial_backoff = 200ms;
+    dlock::client c{co};
+    const int pid = c.backend_pid();
+    set_sync_rep("regress_dlock_no_such_standby");
+
+    auto call = std::async(std::launch::async, [&] { return c.try_acquire(name, ttl(30s)); });
+    ASSERT_TRUE(wait_until_waiting(pid, "SyncRep", 5s)) << "the acquire's commit did not wait for the standby";
+    sql("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
+    reset_sync_rep();
+
+    ASSERT_EQ(call.wait_for(10s), std::future_status::ready);
+    auto l = call.get();
+    ASSERT_TRUE(l.has_value());
+    EXPECT_TRUE(l->valid());
+    EXPECT_EQ(c.metrics().unknown_outcomes, 1u);
+    EXPECT_GE(c.metrics().retries, 1u);
+    EXPECT_EQ(column_of(name, "acquisitions"), 1) << "the retry granted a second lease";
+    EXPECT_EQ(column_of(name, "fencing_token"), l->fencing_token());
+}
+
+TEST_F(sync_rep_test, commit_in_callers_transaction_reports_canceled_sync_rep_wait_as_unknown) {
+    const auto name = unique_name("syncrep-txn");
+    dlock::client c;
+    pqxx::connection conn;
+    const int pid = conn.backendpid();
+    set_sync_rep("regress_dlock_no_such_standby");
+    pqxx::work w{conn};
+    auto g = c.try_acquire(w, name, ttl(30s));
+    ASSERT_TRUE(g.has_value());
+    auto committed = std::async(std::launch::async, [&] { return dlock::commit(w); });
+    ASSERT_TRUE(wait_until_waiting(pid, "SyncRep", 5s));
+    sql("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
+    ASSERT_EQ(committed.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(committed.get(), dlock::outcome::unknown);
+}
+
+TEST_F(outcome_test, renew_on_a_terminated_connection_is_unknown_and_marks_the_lease_lost) {
+    const auto name = unique_name("renew-terminated");
+    dlock::client c;
+    dlock::lease_options o = ttl(30s);
+    o.keep_alive = false;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    terminate_backend(c.backend_pid());
+    EXPECT_EQ(l->renew(), dlock::outcome::unknown);
+    EXPECT_TRUE(l->lost());
+    EXPECT_EQ(l->loss(), dlock::loss_reason::uncertain);
+}
+
+TEST_F(outcome_test, terminated_keep_alive_connection_marks_the_lease_lost) {
+    const auto name = unique_name("ka-terminated");
+    dlock::client c;
+    dlock::lease_options o = ttl(30s);
+    o.renew_every = 100ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s));
+    terminate_backend(c.keep_alive_backend_pid());
+    ASSERT_TRUE(l->wait_lost(3s));
+    EXPECT_EQ(l->loss(), dlock::loss_reason::uncertain);
+}
+
+// The connections die and cannot come back (the role may no longer log in):
+// releasing in destructors fails, and must not throw.
+TEST_F(outcome_test, destructors_with_a_dead_connection_do_not_throw) {
+    sql("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regress_dlock_app') THEN "
+        "CREATE ROLE regress_dlock_app LOGIN; END IF; END$$");
+    sql("ALTER ROLE regress_dlock_app LOGIN");
+    sql("GRANT USAGE ON SCHEMA dlock TO regress_dlock_app");
+    const auto name = unique_name("dead");
+    EXPECT_NO_THROW({
+        dlock::client c{"user=regress_dlock_app"};
+        dlock::lease_options o = ttl(5s);
+        o.renew_every = 100ms;
+        auto l = c.try_acquire(name, o);
+        ASSERT_TRUE(l.has_value());
+        ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s));
+        sql("ALTER ROLE regress_dlock_app NOLOGIN");
+        sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'regress_dlock_app'");
+        ASSERT_TRUE(eventually(
+            [&] { return sql("SELECT 1 FROM pg_stat_activity WHERE usename = 'regress_dlock_app'").empty(); }, 5s));
+        // l and c are destroyed here, in that order, with no way to reach the server.
+    });
+    sql("ALTER ROLE regress_dlock_app LOGIN");
+    // Nobody released it: it is still held until its ttl runs out.
+    EXPECT_EQ(state_of(name), "held");
+}
+
+} // namespace

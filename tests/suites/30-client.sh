@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# C++ client suites (GoogleTest) against the server tests/run-all.sh started.
+# Runs every tests/*_test binary built by `make client` and ends with the
+# summary line "N passed, N failed".
+set -uo pipefail
+
+root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${DLOCK_CLIENT_BUILD:-$root/build/client}/tests
+passed=0
+failed=0
+
+for suite in client transaction keep_alive outcome; do
+	exe=$bin/${suite}_test
+	if [ ! -x "$exe" ]; then
+		echo "missing $exe (run make client)"
+		failed=$((failed + 1))
+		continue
+	fi
+	log=$(mktemp)
+	timeout 300 "$exe" --gtest_color=no 2>&1 | tee "$log"
+	status=${PIPESTATUS[0]}
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below:.*/\1/p' "$log" | tail -n 1)
+	rm -f "$log"
+	p=${p:-0}
+	f=${f:-0}
+	# A crash or timeout leaves no summary: count it as a failure.
+	if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "${suite}_test exited with status $status"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
