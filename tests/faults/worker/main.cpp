@@ -229,7 +229,10 @@ private:
                 pause(left - margin);
         }
         if (chance(m_opt.slow_prob) && m_opt.slow_where == "before") {
-            m_history.append(record(m_opt.id, ++m_next_id, "note").str("what", "slow").str("lock", lock));
+            m_history.append(record(m_opt.id, ++m_next_id, "note")
+                                 .str("what", "slow")
+                                 .str("lock", lock)
+                                 .num("ms", m_opt.slow_ms));
             pause(milliseconds{m_opt.slow_ms});
         }
         if (chance(m_opt.p_renew)) {

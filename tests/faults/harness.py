@@ -1,0 +1,896 @@
+#!/usr/bin/env python3
+"""tests/faults/harness.py -- runs the fault scenarios against real PostgreSQL servers.
+
+For each scenario: start a fresh primary (and a streaming standby, a delay
+proxy or PgBouncer when the scenario needs one) on loopback, create the
+resource tables, start several fault_worker processes, inject the scenario's
+faults while they run, capture the final database state, and hand the run
+directory to checker.py. Prints a table and writes tests/faults/results/latest.md.
+
+Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH]
+Run through tests/faults/run.sh, which builds the worker first.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import checker  # noqa: E402
+
+PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
+    d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
+                for v in os.listdir("/usr/lib/postgresql")) if os.path.isdir(d))[-1]
+PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+
+# Ports 55600-55699 belong to the fault harness.
+PORT_PRIMARY = 55601
+PORT_STANDBY = 55602
+PORT_PROXY = 55603
+PORT_BOUNCER = 55604
+PORT_REPL_PROXY = 55605
+
+LOCKS = ["L1", "L2", "L3"]
+LOCK_TIMEOUT_MS = 800
+
+PROFILES = {
+    # seconds of workload per scenario, workers, lease ttl, rounds of each fault
+    "quick": {"duration": 8, "workers": 4, "ttl_ms": 1000, "rounds": 2},
+    "full": {"duration": 30, "workers": 6, "ttl_ms": 1500, "rounds": 6},
+    "soak": {"duration": 150, "workers": 6, "ttl_ms": 2000, "rounds": 30},
+}
+
+
+def now_ns():
+    return time.monotonic_ns()
+
+
+def as_postgres(cmd, env=None, **kw):
+    """Runs cmd as the postgres OS user when we are root."""
+    if os.getuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    return subprocess.run(cmd, env=env, **kw)
+
+
+def log(msg):
+    print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+class Server:
+    """One PostgreSQL data directory under /tmp/faults-*."""
+
+    def __init__(self, name, port):
+        self.dir = f"/tmp/faults-{name}"
+        self.port = port
+        self.faketime_file = None
+
+    @property
+    def data(self):
+        return os.path.join(self.dir, "data")
+
+    def destroy(self):
+        subprocess.run([PG_CLUSTER, "destroy", self.dir], capture_output=True)
+
+    def start_fresh(self, settings, template):
+        """A copy of the template cluster with this port and settings."""
+        self.destroy()
+        os.makedirs(self.dir)
+        shutil.copytree(template.data, self.data, symlinks=True)
+        lines = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'"]
+        lines += [f"{k} = {v}" for k, v in settings.items()]
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
+            f.write("\n".join(lines) + "\n")
+        self.chown()
+        self.start()
+
+    def chown(self):
+        if os.getuid() == 0:
+            subprocess.run(["chown", "-R", "postgres:", self.dir], check=True)
+
+    def start(self):
+        if self.faketime_file:
+            # Our own pg_ctl call: the server (and every backend it forks) runs
+            # with libfaketime, its offset read from the file on every clock call.
+            env = dict(os.environ, LD_PRELOAD=FAKETIME_LIB,
+                       FAKETIME_TIMESTAMP_FILE=self.faketime_file, FAKETIME_NO_CACHE="1",
+                       FAKETIME_DONT_FAKE_MONOTONIC="1")
+            cmd = ["env", f"LD_PRELOAD={FAKETIME_LIB}",
+                   f"FAKETIME_TIMESTAMP_FILE={self.faketime_file}", "FAKETIME_NO_CACHE=1",
+                   "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                   os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-l",
+                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"]
+            r = as_postgres(cmd, env=env, capture_output=True, text=True)
+        else:
+            r = subprocess.run([PG_CLUSTER, "restart", self.dir], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"could not start {self.dir}: {r.stderr}{self.log_tail()}")
+
+    def crash(self):
+        as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate",
+                     "-w", "stop"], capture_output=True)
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "fast",
+                         "-w", "stop"], capture_output=True)
+
+    def promote(self):
+        r = as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
+                         "promote"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"promote failed: {r.stderr}")
+
+    def log_tail(self, n=20):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def psql(self, sql, db="faults", check=True, timeout=30):
+        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="postgres",
+                   PGDATABASE=db, PGCONNECT_TIMEOUT="5")
+        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"psql on {self.port} failed: {r.stderr.strip()}")
+        return r.stdout.strip()
+
+    def psql_try(self, sql, db="faults", timeout=10):
+        try:
+            return self.psql(sql, db=db, timeout=timeout)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return None
+
+
+def make_template():
+    """initdb once per harness run; every scenario copies it."""
+    t = Server("template", PORT_PRIMARY)
+    t.destroy()
+    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(PORT_PRIMARY)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"could not create the template cluster: {r.stderr}{t.log_tail()}")
+    t.stop()
+    # The template's own port line is overridden by the copies (last one wins).
+    return t
+
+
+SCHEMA = """
+CREATE EXTENSION pg_dlock;
+DO $$ BEGIN CREATE ROLE faults_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+CREATE TABLE res_g (id text PRIMARY KEY, counter bigint NOT NULL DEFAULT 0,
+                    token bigint NOT NULL DEFAULT 0, writer text);
+CREATE TABLE res_t (LIKE res_g INCLUDING ALL);
+CREATE TABLE res_f (LIKE res_g INCLUDING ALL);
+CREATE TABLE write_log (id bigserial PRIMARY KEY, resource text NOT NULL, token bigint NOT NULL,
+                        worker text NOT NULL, op bigint NOT NULL, before bigint, after bigint,
+                        at timestamptz NOT NULL DEFAULT clock_timestamp());
+INSERT INTO res_g (id) SELECT unnest(ARRAY[{locks}]);
+INSERT INTO res_t SELECT * FROM res_g;
+INSERT INTO res_f SELECT * FROM res_g;
+GRANT SELECT, INSERT, UPDATE ON res_g, res_t, res_f, write_log TO faults_app;
+GRANT USAGE ON SEQUENCE write_log_id_seq TO faults_app;
+ALTER ROLE faults_app SET lock_timeout = '{lock_timeout}ms';
+ALTER ROLE faults_app SET idle_in_transaction_session_timeout = '8s';
+"""
+
+FENCING_TRIGGERS = """
+CREATE TRIGGER fencing BEFORE INSERT OR UPDATE ON res_g
+    FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token');
+CREATE TRIGGER fencing BEFORE INSERT OR UPDATE ON res_t
+    FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token');
+"""
+
+FINAL_STATE = """
+SELECT json_build_object(
+  'write_log', (SELECT coalesce(json_agg(w ORDER BY id), '[]'::json)
+                  FROM (SELECT id, resource, token, worker, op, before, after FROM write_log) w),
+  'resources', (SELECT json_object_agg(r.kind || ':' || r.id, r.counter) FROM (
+                  SELECT 'g' AS kind, id, counter FROM res_g UNION ALL
+                  SELECT 't', id, counter FROM res_t UNION ALL
+                  SELECT 'f', id, counter FROM res_f) r),
+  'locks', (SELECT coalesce(json_agg(json_build_object('lock_name', lock_name,
+                  'fencing_token', fencing_token, 'state', state)), '[]'::json) FROM dlock.locks))
+"""
+
+
+class Run:
+    """One scenario run: servers, workers, events."""
+
+    def __init__(self, harness, scenario):
+        self.h = harness
+        self.sc = scenario
+        self.dir = os.path.join(harness.run_root, scenario["name"])
+        os.makedirs(os.path.join(self.dir, "history"), exist_ok=True)
+        self.events = open(os.path.join(self.dir, "events.jsonl"), "w")
+        self.workers = {}
+        self.primary = Server(scenario["name"], PORT_PRIMARY)
+        self.standby = None
+        self.current = self.primary  # the server the final state is read from
+        self.helpers = []  # extra processes (proxies, pgbouncer)
+        self.ttl_ms = harness.profile["ttl_ms"]
+        self.rng = random.Random(harness.seed * 1000 + zlib.crc32(scenario["name"].encode()) % 1000)
+        self.t_end = None
+
+    # --- events -------------------------------------------------------
+    def event(self, ev, fault, lock=None, **extra):
+        rec = {"t": now_ns(), "ev": ev, "fault": fault, "lock": lock}
+        rec.update(extra)
+        self.events.write(json.dumps(rec) + "\n")
+        self.events.flush()
+
+    def fault_start(self, fault, lock=None, **extra):
+        self.event("fault_start", fault, lock, **extra)
+
+    def fault_end(self, fault, lock=None, **extra):
+        self.event("fault_end", fault, lock, **extra)
+
+    # --- servers ------------------------------------------------------
+    def start_primary(self, settings=None, faketime=False):
+        s = {"log_min_messages": "warning", "wal_level": "replica", "max_wal_senders": "5",
+             "wal_keep_size": "'64MB'", "fsync": "on"}
+        s.update(settings or {})
+        if faketime:
+            os.makedirs(self.primary.dir, exist_ok=True)
+            self.primary.faketime_file = os.path.join("/tmp", "faults-faketime-offset")
+            with open(self.primary.faketime_file, "w") as f:
+                f.write("+0\n")
+            os.chmod(self.primary.faketime_file, 0o644)
+        self.primary.start_fresh(s, self.h.template)
+        self.primary.psql("CREATE DATABASE faults", db="postgres")
+        self.primary.psql(SCHEMA.format(locks=",".join(f"'{l}'" for l in LOCKS),
+                                        lock_timeout=LOCK_TIMEOUT_MS))
+        if self.sc.get("fencing", True):
+            self.primary.psql(FENCING_TRIGGERS)
+
+    def start_standby(self, sync, via_port=None):
+        """A streaming standby by pg_basebackup -R; sync = named in synchronous_standby_names."""
+        sb = Server(self.sc["name"] + "-standby", PORT_STANDBY)
+        sb.destroy()
+        os.makedirs(sb.dir)
+        sb.chown()
+        r = as_postgres([os.path.join(PG_BINDIR, "pg_basebackup"), "-h", "127.0.0.1", "-p",
+                         str(self.primary.port), "-U", "postgres", "-D", sb.data, "-R",
+                         "-X", "stream", "--no-sync", "-c", "fast"],
+                        capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_basebackup failed: {r.stderr}")
+        upstream = via_port or self.primary.port
+        with open(os.path.join(sb.data, "postgresql.conf"), "a") as f:
+            f.write(f"port = {sb.port}\nunix_socket_directories = '{sb.dir}'\n"
+                    "synchronous_standby_names = ''\n")
+        with open(os.path.join(sb.data, "postgresql.auto.conf"), "a") as f:
+            f.write(f"primary_conninfo = 'host=127.0.0.1 port={upstream} user=postgres "
+                    f"application_name=faults_standby'\n")
+        sb.chown()
+        sb.start()
+        self.standby = sb
+        if sync:
+            self.primary.psql("ALTER SYSTEM SET synchronous_standby_names = 'faults_standby'",
+                              db="postgres")
+            self.primary.psql("SELECT pg_reload_conf()", db="postgres")
+        want = "sync" if sync else "async"
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            state = self.primary.psql_try(
+                "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'faults_standby'",
+                db="postgres")
+            if state == want:
+                return sb
+            time.sleep(0.2)
+        raise RuntimeError(f"standby did not reach {want} streaming")
+
+    def start_proxy(self, listen, target, control):
+        with open(control, "w") as f:
+            f.write("0 0\n")
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "delay_proxy.py"), "--listen",
+                              str(listen), "--target", str(target), "--control", control],
+                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(
+                                 self.dir, f"proxy-{listen}.log"), "w"))
+        self.helpers.append(p)
+        wait_port(listen)
+        return p
+
+    def start_pgbouncer(self):
+        d = f"/tmp/faults-{self.sc['name']}-pgbouncer"
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        with open(os.path.join(d, "userlist.txt"), "w") as f:
+            f.write('"faults_app" ""\n"postgres" ""\n')
+        with open(os.path.join(d, "pgbouncer.ini"), "w") as f:
+            f.write(f"""[databases]
+faults = host=127.0.0.1 port={self.primary.port} dbname=faults
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {PORT_BOUNCER}
+unix_socket_dir =
+auth_type = trust
+auth_file = {d}/userlist.txt
+pool_mode = transaction
+max_client_conn = 200
+default_pool_size = 20
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+logfile = {d}/pgbouncer.log
+pidfile = {d}/pgbouncer.pid
+""")
+        if os.getuid() == 0:
+            subprocess.run(["chown", "-R", "postgres:", d], check=True)
+        cmd = [PGBOUNCER, os.path.join(d, "pgbouncer.ini")]
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                             stderr=open(os.path.join(self.dir, "pgbouncer.stderr"), "w"))
+        self.helpers.append(p)
+        wait_port(PORT_BOUNCER)
+        return p
+
+    # --- workers ------------------------------------------------------
+    def conninfo(self, ports=None):
+        ports = ports or [self.primary.port]
+        hosts = ",".join("127.0.0.1" for _ in ports)
+        s = (f"host={hosts} port={','.join(str(p) for p in ports)} user=faults_app dbname=faults "
+             f"connect_timeout=3")
+        if len(ports) > 1:
+            s += " target_session_attrs=read-write"
+        return s
+
+    def start_workers(self, conninfo, extra_args=None, per_worker=None, env_for=None):
+        prof = self.h.profile
+        n = prof["workers"]
+        self.duration_ms = prof["duration"] * 1000
+        for i in range(1, n + 1):
+            wid = f"w{i}"
+            args = [self.h.worker, "--id", wid, "--conninfo", conninfo,
+                    "--history", os.path.join(self.dir, "history", f"{wid}.jsonl"),
+                    "--locks", ",".join(LOCKS), "--duration-ms", str(self.duration_ms),
+                    "--ttl-ms", str(self.ttl_ms), "--seed", str(self.h.seed * 100 + i),
+                    "--fencing", "1" if self.sc.get("fencing", True) else "0",
+                    "--think-ms", "10"]
+            if self.h.force_pqxx or self.sc.get("pqxx"):
+                args.append("--pqxx")
+            args += extra_args or []
+            if per_worker:
+                args += per_worker(i)
+            env = dict(os.environ)
+            if env_for:
+                env.update(env_for(i))
+            p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=open(os.path.join(self.dir, f"worker-{wid}.log"), "w"))
+            self.workers[wid] = p
+        self.t_start = time.monotonic()
+        self.t_end = self.t_start + self.duration_ms / 1000.0
+
+    def time_left(self):
+        return self.t_end - time.monotonic()
+
+    def sleep(self, seconds):
+        time.sleep(max(0.0, min(seconds, self.time_left())))
+
+    def fault_window(self):
+        """True while there is time for another fault and the recovery after it."""
+        return self.time_left() > max(2.5, 3 * self.ttl_ms / 1000.0)
+
+    def wait_workers(self):
+        for wid, p in self.workers.items():
+            try:
+                p.wait(timeout=max(5, self.time_left() + 30))
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+                p.wait()
+
+    def holders(self, server=None):
+        """lock name -> worker id of the live leases (holder text = worker id)."""
+        out = (server or self.current).psql_try(
+            "SELECT lock_name || ' ' || holder FROM dlock.locks WHERE state = 'held'")
+        result = {}
+        for line in (out or "").splitlines():
+            lock, _, holder = line.partition(" ")
+            result[lock] = holder
+        return result
+
+    def backends(self, where="true"):
+        out = self.current.psql_try(
+            f"SELECT pid || ' ' || coalesce(state, '') || ' ' || coalesce(application_name, '') "
+            f"FROM pg_stat_activity WHERE usename = 'faults_app' AND {where}")
+        rows = []
+        for line in (out or "").splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) >= 2:
+                rows.append(parts)
+        return rows
+
+    # --- the end ------------------------------------------------------
+    def finish(self):
+        self.wait_workers()
+        state = None
+        for _ in range(20):
+            state = self.current.psql_try(FINAL_STATE, timeout=30)
+            if state:
+                break
+            time.sleep(0.5)
+        with open(os.path.join(self.dir, "final.json"), "w") as f:
+            f.write(state or "{}")
+        info = {k: v for k, v in self.sc.items() if k != "run"}
+        info["ttl_ms"] = self.ttl_ms
+        info["profile"] = self.h.profile_name
+        with open(os.path.join(self.dir, "scenario.json"), "w") as f:
+            json.dump(info, f)
+        self.events.close()
+
+    def cleanup(self):
+        for p in self.workers.values():
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                p.kill()
+                p.wait()
+        for p in self.helpers:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        for s in (self.primary, self.standby):
+            if s is not None:
+                s.crash()
+                if not self.h.keep:
+                    s.destroy()
+
+
+def wait_port(port, timeout=10):
+    import socket
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+# ---------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------
+
+def s_pause(run):
+    """1. The holder is paused (SIGSTOP) for 1.5-3x the ttl, then resumed."""
+    run.start_primary()
+    run.start_workers(run.conninfo())
+    run.sleep(1.0)
+    while run.fault_window():
+        held = run.holders()
+        if not held:
+            run.sleep(0.1)
+            continue
+        lock = run.rng.choice(sorted(held))
+        wid = held[lock]
+        p = run.workers.get(wid)
+        if p is None or p.poll() is not None:
+            run.sleep(0.1)
+            continue
+        pause = run.rng.uniform(1.5, 3.0) * run.ttl_ms / 1000.0
+        os.kill(p.pid, signal.SIGSTOP)
+        run.fault_start("sigstop", lock, worker=wid, seconds=round(pause, 2))
+        time.sleep(pause)
+        os.kill(p.pid, signal.SIGCONT)
+        run.fault_end("sigstop", lock, worker=wid)
+        run.sleep(run.ttl_ms / 1000.0)
+
+
+def s_delay(run):
+    """2. Replies are delayed past the ttl by a TCP delay proxy."""
+    run.start_primary()
+    control = os.path.join(run.dir, "proxy.control")
+    run.start_proxy(PORT_PROXY, run.primary.port, control)
+    run.start_workers(run.conninfo([PORT_PROXY]))
+    run.sleep(1.0)
+    while run.fault_window():
+        delay_ms = int(run.rng.uniform(1.2, 2.0) * run.ttl_ms)
+        with open(control, "w") as f:
+            f.write(f"{delay_ms} 0\n")
+        run.fault_start("reply delay", None, ms=delay_ms)
+        time.sleep(2 * run.ttl_ms / 1000.0)
+        with open(control, "w") as f:
+            f.write("0 0\n")
+        run.fault_end("reply delay", None)
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+
+
+def slow_workers(run):
+    slow = str(2 * run.ttl_ms)
+    return lambda i: (["--slow-prob", "0.15", "--slow-ms", slow,
+                       "--slow-where", "inside" if i % 2 == 0 else "before"])
+
+
+def s_late_write(run):
+    """3. A fenced write is delayed until after a takeover (slow holders)."""
+    run.start_primary()
+    run.start_workers(run.conninfo(), per_worker=slow_workers(run))
+    run.sleep(run.time_left())
+
+
+def s_kill(run):
+    """4. Backends are killed with pg_terminate_backend at random points."""
+    run.start_primary()
+    run.start_workers(run.conninfo(), extra_args=["--p-txn", "0.4", "--txn-pause-ms", "40"])
+    run.sleep(1.0)
+    while run.fault_window():
+        between = run.backends("state = 'idle in transaction'")
+        victims = between if between and run.rng.random() < 0.6 else run.backends()
+        if victims:
+            pid, state, app = run.rng.choice(victims)
+            run.fault_start("pg_terminate_backend", None, backend=app, state=state)
+            run.current.psql_try(f"SELECT pg_terminate_backend({pid})")
+            run.fault_end("pg_terminate_backend", None)
+        run.sleep(run.rng.uniform(0.15, 0.4))
+
+
+def s_server_clock(run):
+    """5. The server's clock steps forward by 2x the ttl, then back by one ttl."""
+    run.start_primary(faketime=True)
+    run.start_workers(run.conninfo())
+    run.sleep(1.0)
+    offset = 0.0
+    ttl = run.ttl_ms / 1000.0
+    while run.fault_window():
+        offset += 2 * ttl
+        set_offset(run.primary.faketime_file, offset)
+        run.fault_start("server clock +2 ttl", None, offset=offset)
+        run.fault_end("server clock +2 ttl", None)
+        run.sleep(1.5 * ttl)
+        offset -= ttl
+        set_offset(run.primary.faketime_file, offset)
+        run.fault_start("server clock -1 ttl", None, offset=offset)
+        run.fault_end("server clock -1 ttl", None)
+        run.sleep(1.5 * ttl)
+
+
+def set_offset(path, seconds):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(f"{seconds:+.3f}\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def s_client_clock(run):
+    """6. Client clocks run fast or slow (libfaketime rate) within the drift allowance."""
+    run.start_primary()
+    rates = ["1.04", "0.96"]
+
+    def env_for(i):
+        rate = rates[i % 2]
+        return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"+0 x{rate}"}
+
+    run.start_workers(run.conninfo(), extra_args=["--use-lease", "1", "--drift", "0.05",
+                                                  "--p-renew", "0", "--p-wait", "0"],
+                      env_for=env_for)
+    for i, wid in enumerate(sorted(run.workers), start=1):
+        run.fault_start("client clock", None, worker=wid, rate=rates[i % 2])
+    run.sleep(run.time_left())
+    for i, wid in enumerate(sorted(run.workers), start=1):
+        run.fault_end("client clock", None, worker=wid)
+
+
+def s_crash(run):
+    """7. The server crashes (pg_ctl stop -m immediate) and restarts."""
+    run.start_primary()
+    run.start_workers(run.conninfo())
+    run.sleep(1.5)
+    while run.fault_window():
+        run.fault_start("crash", None)
+        run.primary.crash()
+        time.sleep(0.3)
+        run.primary.start()
+        run.fault_end("crash", None)
+        run.sleep(max(1.5, 2 * run.ttl_ms / 1000.0))
+
+
+def failover(run, sync, async_lag_ms=0):
+    """Primary killed, standby promoted; workers follow through a multi-host string."""
+    run.start_primary({"dlock.test_ignore_timeline": "on"} if run.sc.get("ignore_timeline") else None)
+    via = None
+    if async_lag_ms:
+        # Replication through the delay proxy: what the primary committed in the
+        # last async_lag_ms is still in the proxy when the primary dies.
+        control = os.path.join(run.dir, "repl-proxy.control")
+        repl_proxy = run.start_proxy(PORT_REPL_PROXY, run.primary.port, control)
+        via = PORT_REPL_PROXY
+    run.start_standby(sync, via_port=via)
+    if async_lag_ms:
+        with open(control, "w") as f:
+            f.write(f"{async_lag_ms} 0\n")
+    run.start_workers(run.conninfo([run.primary.port, run.standby.port]))
+    run.sleep(max(2.0, run.time_left() / 3))
+    run.fault_start("failover", None, sync=sync)
+    run.primary.crash()
+    if async_lag_ms:
+        repl_proxy.kill()
+        repl_proxy.wait()
+    time.sleep(0.3)
+    run.standby.promote()
+    run.current = run.standby
+    run.fault_end("failover", None)
+    run.sleep(run.time_left())
+
+
+def s_sync_failover(run):
+    """8. The primary is killed and a synchronous standby is promoted."""
+    failover(run, sync=True)
+
+
+def s_async_failover(run):
+    """9. The same with an asynchronous standby (timeline bits keep tokens growing)."""
+    failover(run, sync=False, async_lag_ms=600)
+
+
+def s_syncrep_cancel(run):
+    """10. A commit waiting for the synchronous standby is canceled."""
+    run.start_primary()
+    run.start_standby(sync=True)
+    run.start_workers(run.conninfo())
+    run.sleep(1.5)
+    while run.fault_window():
+        run.fault_start("standby down, waits canceled", None)
+        run.standby.stop()
+        t_stop = time.monotonic() + 1.5 * run.ttl_ms / 1000.0 + 0.5
+        while time.monotonic() < t_stop:
+            time.sleep(0.15)
+            run.current.psql_try("SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
+                                 "WHERE wait_event = 'SyncRep'")
+        run.standby.start()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if run.primary.psql_try("SELECT sync_state FROM pg_stat_replication", db="postgres") == "sync":
+                break
+            time.sleep(0.1)
+        run.fault_end("standby down, waits canceled", None)
+        run.sleep(2 * run.ttl_ms / 1000.0)
+
+
+def s_idle_txn(run):
+    """11. A transaction sits idle holding the lease row's lock."""
+    run.start_primary()
+    run.start_workers(run.conninfo())
+    run.sleep(1.0)
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(run.primary.port), PGUSER="postgres",
+               PGDATABASE="faults")
+    while run.fault_window():
+        lock = run.rng.choice(LOCKS)
+        p = subprocess.Popen(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        p.stdin.write("SET lock_timeout = 0;\nSET idle_in_transaction_session_timeout = 0;\n"
+                      "BEGIN;\n"
+                      f"SELECT 'locked' FROM dlock.distributed_lock WHERE lock_name = '{lock}' "
+                      "FOR UPDATE;\n")
+        p.stdin.flush()
+        line = p.stdout.readline().strip()
+        if line != "locked":
+            p.kill()
+            p.wait()
+            raise RuntimeError(f"could not lock the row of {lock}: {line}")
+        run.fault_start("idle transaction", lock)
+        time.sleep(2.5 * run.ttl_ms / 1000.0)
+        p.stdin.write("ROLLBACK;\n")
+        p.stdin.close()
+        p.wait()
+        run.fault_end("idle transaction", lock)
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+
+
+def s_pgbouncer(run):
+    """12. The whole workload through PgBouncer in transaction pooling mode."""
+    run.start_primary()
+    run.start_pgbouncer()
+    run.start_workers(run.conninfo([PORT_BOUNCER]), per_worker=slow_workers(run))
+    run.sleep(1.0)
+    while run.fault_window():
+        victims = run.backends()
+        if victims:
+            pid, state, app = run.rng.choice(victims)
+            run.fault_start("pg_terminate_backend", None, state=state)
+            run.current.psql_try(f"SELECT pg_terminate_backend({pid})")
+            run.fault_end("pg_terminate_backend", None)
+        run.sleep(run.rng.uniform(0.5, 1.0))
+
+
+SCENARIOS = [
+    {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
+    {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay},
+    {"name": "03-late-write", "title": "fenced write delayed until after a takeover",
+     "run": s_late_write, "checks": {"min_stale_refusals": 1}},
+    {"name": "04-kill-backends", "title": "backends killed (pg_terminate_backend)", "run": s_kill},
+    {"name": "05-server-clock", "title": "server clock +2 ttl, then -1 ttl (libfaketime)",
+     "run": s_server_clock},
+    {"name": "06-client-clock", "title": "client clock x1.04 / x0.96 (allowance 5%)",
+     "run": s_client_clock, "checks": {"local_belief": True}},
+    {"name": "07-crash-restart", "title": "server crash (immediate stop) and restart",
+     "run": s_crash},
+    {"name": "08-sync-failover", "title": "primary killed, synchronous standby promoted",
+     "run": s_sync_failover},
+    {"name": "09-async-failover", "title": "primary killed, asynchronous standby promoted",
+     "run": s_async_failover, "checks": {"async_loss": True}},
+    {"name": "10-syncrep-cancel", "title": "sync-rep wait canceled (standby down)",
+     "run": s_syncrep_cancel, "checks": {"converge": True, "min_unknown": 1}},
+    {"name": "11-idle-txn", "title": "idle transaction holds the lease row lock",
+     "run": s_idle_txn, "checks": {"acquire_bound_ms": LOCK_TIMEOUT_MS + 1000}},
+    {"name": "12-pgbouncer", "title": "through PgBouncer, transaction pooling",
+     "run": s_pgbouncer},
+    {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
+     "run": s_late_write, "fencing": False, "negative_control": True},
+    {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
+     "run": s_async_failover, "ignore_timeline": True, "negative_control": True,
+     "checks": {"async_loss": True}},
+]
+
+
+class Harness:
+    def __init__(self, args):
+        self.profile_name = args.profile
+        self.profile = PROFILES[args.profile]
+        self.seed = args.seed
+        self.keep = args.keep
+        self.force_pqxx = args.pqxx
+        self.worker = args.worker
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}")
+        os.makedirs(self.run_root, exist_ok=True)
+        self.template = None
+
+    def run_one(self, sc):
+        run = Run(self, sc)
+        error = None
+        try:
+            sc["run"](run)
+            run.finish()
+        except Exception:  # noqa: BLE001 -- reported as the scenario's failure
+            error = traceback.format_exc()
+            with open(os.path.join(run.dir, "harness-error.txt"), "w") as f:
+                f.write(error)
+        finally:
+            run.cleanup()
+        if error:
+            return {"scenario": sc["name"], "title": sc["title"], "error": error.strip().splitlines()[-1],
+                    "negative_control": bool(sc.get("negative_control")), "passed": False}
+        summary = checker.check_run(run.dir)
+        with open(os.path.join(run.dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
+        summary["title"] = sc["title"]
+        if sc.get("negative_control"):
+            safety = sum(summary["violations_by_invariant"][k] for k in ("1", "2", "3"))
+            summary["passed"] = safety > 0
+        else:
+            stale = summary["writes_refused"]
+            ok = summary["violations"] == 0
+            if ok and sc.get("checks", {}).get("min_stale_refusals") and stale == 0:
+                summary["examples"] = {"extra": ["no late write was refused: the fault had no effect"]}
+                ok = False
+            summary["passed"] = ok
+        return summary
+
+    def run(self, only):
+        self.template = make_template()
+        results = []
+        try:
+            for sc in SCENARIOS:
+                if only and not any(o in sc["name"] for o in only):
+                    continue
+                sc = dict(sc)
+                sc["checks"] = dict(sc.get("checks", {}))
+                print(f"--- {sc['name']}: {sc['title']}", flush=True)
+                t0 = time.monotonic()
+                res = self.run_one({**sc})
+                res["seconds"] = round(time.monotonic() - t0, 1)
+                results.append(res)
+                verdict = "PASS" if res["passed"] else "FAIL"
+                detail = res.get("error") or (
+                    f"{res['operations']} ops, {res['faults']} faults, {res['unknown']} unknown, "
+                    f"{res['violations']} violations")
+                print(f"{verdict} {sc['name']} ({res['seconds']} s): {detail}", flush=True)
+                for inv, examples in (res.get("examples") or {}).items():
+                    for e in examples[:3]:
+                        print(f"      [{inv}] {e}")
+        finally:
+            if not self.keep:
+                self.template.destroy()
+        return results
+
+
+def fmt_ms(v):
+    return "-" if v is None else f"{v:.0f}"
+
+
+def table(results, profile, machine):
+    lines = [
+        f"# Fault-injection results ({profile} profile)",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
+        "Invariants: (1) accepted tokens never decrease per resource; (2) no interleaved writes on",
+        "holds()-guarded resources; (3) a token is never issued to two owners, later grants get higher",
+        "tokens; (4) acknowledged writes are in the final state, refused ones are not; (5) recovery",
+        "time = fault end to the next successful acquire.",
+        "",
+        "| scenario | operations | faults | unknown | violations | recovery median ms | recovery worst ms | result |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        name = f"{r['scenario']} {r['title']}"
+        if "error" in r:
+            lines.append(f"| {name} | - | - | - | - | - | - | FAIL: harness error: {r['error']} |")
+            continue
+        by = r["violations_by_invariant"]
+        v = str(r["violations"])
+        if r["violations"]:
+            v += " (" + ", ".join(f"{k}:{n}" for k, n in by.items() if n) + ")"
+        if r["negative_control"]:
+            verdict = "PASS (violations detected)" if r["passed"] else "FAIL (not detected)"
+        else:
+            verdict = "PASS" if r["passed"] else "FAIL"
+        note = ""
+        lost = r.get("info", {}).get("lost_acknowledged_writes")
+        if lost:
+            note = f"; {lost} acknowledged writes lost (async, not counted)"
+        lines.append(f"| {name} | {r['operations']} | {r['faults']} | {r['unknown']} | {v} | "
+                     f"{fmt_ms(r['recovery_median_ms'])} | {fmt_ms(r['recovery_worst_ms'])} | "
+                     f"{verdict}{note} |")
+    return "\n".join(lines) + "\n"
+
+
+def machine_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        model = "?"
+    return f"{os.uname().nodename} ({os.cpu_count()} cores, {model}, PostgreSQL {PG_BINDIR.split('/')[-2]})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    ap.add_argument("--only", help="comma-separated scenario name parts")
+    ap.add_argument("--worker", default=os.path.join(ROOT, "build", "faults", "fault_worker"))
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--keep", action="store_true", help="keep the server directories")
+    ap.add_argument("--pqxx", action="store_true", help="workers use libpqxx, not the client library")
+    ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
+    args = ap.parse_args()
+    h = Harness(args)
+    print(f"fault harness: profile {args.profile}, seed {args.seed}, runs in {h.run_root}")
+    results = h.run(args.only.split(",") if args.only else None)
+    text = table(results, args.profile, machine_name())
+    with open(os.path.join(h.run_root, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(h.run_root, "results.json"), "w") as f:
+        json.dump(results, f, indent=2, default=str)
+    if not args.only:
+        with open(args.results, "w") as f:
+            f.write(text)
+    print()
+    print(text)
+    return 0 if results and all(r["passed"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
