@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# make bench: pg_dlock against advisory locks, a hand-written SQL lease and
+# Redis, on a throwaway PostgreSQL and redis-server on loopback.
+#
+#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5"] [--duration S] [--rounds N]
+#                [--keep] [-- extra dlock_bench options]
+#
+#   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
+#   --cases      which cases to run (default: all); 3 = latency against lock
+#                rows, 3c = size and HOT share after churn
+#   --duration   seconds measured per run (default 3), --rounds alternations (2)
+#   --keep       leave the server and redis running afterwards (for debugging)
+#
+# Writes bench/results/latest.md, latest.tsv (raw figures) and *.png. Prints
+# the machine first. Benchmarks measure; this script fails only when it cannot
+# run, never because a figure misses its target.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+results=$root/bench/results
+build=${BENCH_BUILD_DIR:-$root/build/bench}
+pg_dir=${BENCH_PG_DIR:-/tmp/bench-pg}
+pg_port=${BENCH_PG_PORT:-55500}
+redis_port=${BENCH_REDIS_PORT:-55501}
+redis_dir=${BENCH_REDIS_DIR:-/tmp/bench-redis}
+PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+export PG_BINDIR
+
+cases="1 2 3 3c 4 5"
+duration=
+rounds=
+quick=0
+keep=0
+extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--cases) cases=$2; shift ;;
+	--duration) duration=$2; shift ;;
+	--rounds) rounds=$2; shift ;;
+	--keep) keep=1 ;;
+	--) shift; extra=("$@"); break ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; sed -n '2,17p' "$0" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+# Case sizes. The defaults fit the 10-minute budget on a 2-core machine; the
+# churn stops at its cycle target or its time cap, whichever comes first, and
+# the results say how many cycles it did.
+warmup=0.5
+rows=1000,100000,1000000
+churn_cycles=1000000
+churn_max=150
+leases=10000
+if [ $quick -eq 1 ]; then
+	duration=${duration:-1}
+	rounds=${rounds:-1}
+	warmup=0.3
+	rows=1000,100000
+	churn_cycles=50000
+	churn_max=15
+	leases=2000
+fi
+duration=${duration:-3}
+rounds=${rounds:-2}
+
+started=$(date -u +%s)
+log() { printf '[bench %3ss] %s\n' $(($(date -u +%s) - started)) "$*"; }
+
+# --- build the driver ------------------------------------------------------
+log "building the driver in $build"
+cmake -S "$root/bench" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build.cmake.log" 2>&1 ||
+	{ cat "$build.cmake.log" >&2; exit 1; }
+grep -E '^-- dlock-cpp' "$build.cmake.log" || true
+cmake --build "$build" -j2 >"$build.build.log" 2>&1 || { cat "$build.build.log" >&2; exit 1; }
+driver=$build/dlock_bench
+
+# --- servers ---------------------------------------------------------------
+redis_pid=
+cleanup() {
+	if [ $keep -eq 0 ]; then
+		[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+		"$root/scripts/pg-cluster.sh" destroy "$pg_dir" || true
+		rm -rf "$redis_dir"
+	else
+		echo "kept: PostgreSQL on 127.0.0.1:$pg_port ($pg_dir), redis on 127.0.0.1:$redis_port (pid $redis_pid)"
+	fi
+}
+trap cleanup EXIT
+
+log "starting PostgreSQL in $pg_dir on port $pg_port (default settings)"
+"$root/scripts/pg-cluster.sh" destroy "$pg_dir"
+"$root/scripts/pg-cluster.sh" start "$pg_dir" "$pg_port" || { cat "$pg_dir/server.log" >&2; exit 1; }
+export PGHOST=127.0.0.1 PGPORT=$pg_port PGUSER=postgres PGDATABASE=bench PGCONNECT_TIMEOUT=10
+# One database per use, so the lock table of one case never holds another's rows.
+for db in bench bench_scale bench_churn; do
+	psql -X -q -d postgres -c "CREATE DATABASE $db"
+	psql -X -q -d "$db" -c 'CREATE EXTENSION pg_dlock' ||
+		log "CREATE EXTENSION pg_dlock failed in $db: the pg_dlock systems will be skipped"
+done
+
+log "starting redis-server on 127.0.0.1:$redis_port"
+rm -rf "$redis_dir"
+mkdir -p "$redis_dir"
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
+redis_pid=$!
+for _ in $(seq 50); do
+	redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+redis-cli -p "$redis_port" ping >/dev/null || { cat "$redis_dir/redis.log" >&2; exit 1; }
+
+# --- the machine -----------------------------------------------------------
+mkdir -p "$results"
+machine=$results/machine.md.tmp
+disk_dev=$(df --output=source "$pg_dir" | tail -n 1)
+disk_name=$(lsblk -no PKNAME "$disk_dev" 2>/dev/null | head -n 1)
+[ -n "$disk_name" ] || disk_name=$(basename "$disk_dev")
+rota=$(lsblk -dno ROTA "/dev/$disk_name" 2>/dev/null | tr -d ' ' || true)
+{
+	echo "| | |"
+	echo "|---|---|"
+	echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M') |"
+	echo "| CPU | $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') |"
+	echo "| memory | $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) |"
+	echo "| PostgreSQL | $(psql -X -At -c 'SELECT version()' | cut -d, -f1), default settings (shared_buffers $(psql -X -At -c 'SHOW shared_buffers'), synchronous_commit $(psql -X -At -c 'SHOW synchronous_commit'), wal_sync_method $(psql -X -At -c 'SHOW wal_sync_method')) |"
+	echo "| Redis | $(redis-server --version | awk '{print $3}' | sed 's/v=//'), default settings |"
+	echo "| disk | $disk_dev ($(df -hT --output=fstype,size "$pg_dir" | tail -n 1 | awk '{print $1 ", " $2}')), /dev/$disk_name$([ "$rota" = 1 ] && echo ', reported rotational (a virtual disk)' || true) |"
+	echo "| kernel | $(uname -sr) |"
+	echo "| load average at start | $(cut -d' ' -f1-3 /proc/loadavg) |"
+	echo "| run | bench/run.sh ${cases:+--cases \"$cases\"} --duration $duration --rounds $rounds$([ $quick -eq 1 ] && echo ' --quick' || true) |"
+} >"$machine"
+echo
+echo "Machine:"
+sed -n '3,$p' "$machine" | sed 's/^| \(.*\) | \(.*\) |$/  \1: \2/'
+echo
+
+# --- the cases -------------------------------------------------------------
+tsv=$results/latest.tsv.tmp
+: >"$tsv"
+common=(--redis "127.0.0.1:$redis_port" --duration "$duration" --warmup "$warmup" --rounds "$rounds" --out "$tsv")
+failures=0
+for c in $cases; do
+	log "case $c"
+	db=bench
+	case "$c" in
+	3) db=bench_scale ;;
+	3c) db=bench_churn ;;
+	esac
+	args=()
+	case "$c" in
+	3) args=(--rows "$rows") ;;
+	3c) args=(--churn-cycles "$churn_cycles" --churn-max-seconds "$churn_max") ;;
+	4) args=(--leases "$leases") ;;
+	esac
+	"$driver" run "$c" --pg "dbname=$db" "${common[@]}" "${args[@]}" "${extra[@]}" ||
+		{ failures=$((failures + 1)); log "case $c reported errors (see the notes in the results)"; }
+done
+echo "| load average at end | $(cut -d' ' -f1-3 /proc/loadavg) |" >>"$machine"
+echo "| duration of the run | $(( $(date -u +%s) - started )) s |" >>"$machine"
+
+# --- results and plots ------------------------------------------------------
+log "writing $results/latest.md and plots"
+"$driver" report --in "$tsv" --machine "$machine" --md "$results/latest.md.tmp" \
+	--gnuplot "$results/plots.gp.tmp" --plot-dir "$results"
+term=pngcairo
+gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo || term=png
+rm -f "$results"/*.png
+gnuplot -e "term='$term'" "$results/plots.gp.tmp" || log "gnuplot failed: plots are missing"
+mv "$results/latest.md.tmp" "$results/latest.md"
+mv "$tsv" "$results/latest.tsv"
+rm -f "$results/plots.gp.tmp" "$machine"
+log "done in $(( $(date -u +%s) - started )) s: $results/latest.md"
+echo
+sed -n '/^## Targets/,/^## Case 1/p' "$results/latest.md" | sed '$d'
+[ $failures -eq 0 ] || log "$failures case(s) reported errors"
+exit 0
