@@ -33,5 +33,32 @@ for suite in client transaction keep_alive outcome; do
 	failed=$((failed + f))
 done
 
+# Installation: headers, library, CMake package and pkg-config file work for a
+# program outside the tree (the README's quickstart).
+build=${DLOCK_CLIENT_BUILD:-$root/build/client}
+prefix=$(mktemp -d)
+check_install() { # NAME COMMAND...
+	local name=$1
+	shift
+	if "$@" >"$prefix/log" 2>&1; then
+		echo "ok   $name"
+		passed=$((passed + 1))
+	else
+		cat "$prefix/log"
+		echo "FAIL $name"
+		failed=$((failed + 1))
+	fi
+}
+check_install "install: cmake --install" cmake --install "$build" --prefix "$prefix/usr"
+check_install "install: find_package(dlock) builds the quickstart" \
+	sh -c "cmake -S '$root/client/cmake/consumer' -B '$prefix/consumer' -DCMAKE_PREFIX_PATH='$prefix/usr' \
+		-DQUICKSTART_SOURCE='$root/examples/quickstart.cpp' && cmake --build '$prefix/consumer'"
+check_install "install: the quickstart runs" \
+	env LD_LIBRARY_PATH="$prefix/usr/lib" "$prefix/consumer/quickstart"
+check_install "install: pkg-config builds the quickstart" \
+	sh -c "PKG_CONFIG_PATH='$prefix/usr/lib/pkgconfig' c++ '$root/examples/quickstart.cpp' \
+		\$(PKG_CONFIG_PATH='$prefix/usr/lib/pkgconfig' pkg-config --cflags --libs dlock) -o '$prefix/qs-pc'"
+rm -rf "$prefix"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
