@@ -178,6 +178,7 @@ class CheckerTest(unittest.TestCase):
     def test_no_recovery_is_a_liveness_violation(self):
         h = clean_history()
         h.fault(40, 50, lock="L1")
+        h.acquire("w2", 5000, 5001, "L2", "z", 1)  # the run goes on long enough
         s = h.check()
         self.assertOnly(s, "5")
 

@@ -22,6 +22,7 @@
 //                          write only if the lease is still locally valid
 //   --drift X              drift allowance of the local lease deadline
 //   --think-ms N           pause between iterations
+//   --hold-ms N            hold the lease a random 0..N ms before writing
 //   --pqxx                 use libpqxx directly even when the client library is built
 //   --seed N
 #include <unistd.h>
@@ -69,6 +70,7 @@ struct options {
     bool use_lease = false;
     double drift = 0.05;
     long think_ms = 5;
+    long hold_ms = 0;
     bool force_pqxx = false;
     unsigned long seed = 0;
 };
@@ -117,6 +119,7 @@ options parse(int argc, char** argv)
         else if (k == "use-lease") o.use_lease = v != "0";
         else if (k == "drift") o.drift = std::stod(v);
         else if (k == "think-ms") o.think_ms = std::stol(v);
+        else if (k == "hold-ms") o.hold_ms = std::stol(v);
         else if (k == "seed") o.seed = std::stoul(v);
         else throw std::invalid_argument("unknown option --" + k);
     }
@@ -228,6 +231,8 @@ private:
             if (left > margin)
                 pause(left - margin);
         }
+        if (m_opt.hold_ms > 0)
+            pause(milliseconds{std::uniform_int_distribution<long>(0, m_opt.hold_ms)(m_rng)});
         if (chance(m_opt.slow_prob) && m_opt.slow_where == "before") {
             m_history.append(record(m_opt.id, ++m_next_id, "note")
                                  .str("what", "slow")
