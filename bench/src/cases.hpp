@@ -12,13 +12,14 @@ struct bench_config {
 	system_options base;
 	std::vector<std::string> systems;	// empty: the case's default set
 	std::vector<int> clients;	// empty: the case's default
-	double duration_s = 3.0;
+	double duration_s = 2.0;
 	double warmup_s = 0.5;
 	int rounds = 2;
 	int cs_us = 100;	// case 2 critical section, spent sleeping
 	std::vector<long> rows = {1000, 100000, 1000000};
 	long churn_names = 10000;
 	long churn_cycles = 1000000;
+	long churn_baseline_cycles = 100000;	// for the hand-written lease
 	double churn_max_s = 240;
 	int churn_clients = 8;
 	long leases = 10000;

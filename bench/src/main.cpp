@@ -30,7 +30,8 @@ const char *const usage =
 	"  --duration S --warmup S --rounds N\n"
 	"  --cs-us N                case 2 critical section in microseconds (default 100)\n"
 	"  --rows a,b,c             case 3 lock rows (default 1000,100000,1000000)\n"
-	"  --churn-names N --churn-cycles N --churn-max-seconds S --churn-clients N   case 3c\n"
+	"  --churn-names N --churn-cycles N (pg_dlock) --churn-baseline-cycles N (hand-written lease)\n"
+	"  --churn-max-seconds S --churn-clients N   case 3c\n"
 	"  --leases N               case 4 live leases (default 10000)\n"
 	"  --out FILE               append results as TSV\n";
 
@@ -111,6 +112,8 @@ main(int argc, char **argv)
 				cfg.churn_names = std::stol(value());
 			else if (opt == "--churn-cycles")
 				cfg.churn_cycles = std::stol(value());
+			else if (opt == "--churn-baseline-cycles")
+				cfg.churn_baseline_cycles = std::stol(value());
 			else if (opt == "--churn-max-seconds")
 				cfg.churn_max_s = std::stod(value());
 			else if (opt == "--churn-clients")

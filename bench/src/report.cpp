@@ -108,6 +108,16 @@ num(double v)
 }
 
 std::string
+count(double v)
+{
+	if (std::isnan(v))
+		return "–";
+	char buf[32];
+	std::snprintf(buf, sizeof buf, "%.0f", v);
+	return buf;
+}
+
+std::string
 ratio(double v, double ref)
 {
 	if (std::isnan(v) || std::isnan(ref) || ref == 0)
@@ -162,6 +172,8 @@ fmt_target_value(double v, const std::string &unit)
 {
 	if (std::isnan(v))
 		return "not measured";
+	if (std::isinf(v))
+		return "∞";
 	char buf[32];
 	if (unit == "%")
 		std::snprintf(buf, sizeof buf, "%.1f %%", v * 100);
@@ -178,6 +190,10 @@ verdict(const target &t)
 	bool met = t.at_least ? t.measured >= t.goal : t.measured <= t.goal;
 	if (met)
 		return "met";
+	if (std::isinf(t.measured))
+		return "**missed**: a client never got the lock in a round";
+	if (t.at_least && t.measured == 0)
+		return "**missed**: nothing completed";
 	char buf[96];
 	if (t.unit == "%")
 		std::snprintf(buf, sizeof buf, "**missed** by %.1f points", (t.goal - t.measured) * 100);
@@ -236,16 +252,21 @@ has(const results &r, const std::string &c, const std::string &sys)
 	return std::find(s.begin(), s.end(), sys) != s.end() && r.data.count(c) && r.data.at(c).count(sys);
 }
 
+// A gnuplot datablock with a header line; numeric_x leaves the first column
+// unquoted so that it can serve as x coordinate.
 void
 gp_datablock(std::ostream &gp, const std::string &name, const std::vector<std::string> &columns,
-			 const std::vector<std::pair<std::string, std::vector<double>>> &rows)
+			 const std::vector<std::pair<std::string, std::vector<double>>> &rows, bool numeric_x = false)
 {
 	gp << '$' << name << " << EOD\n\"x\"";
 	for (const auto &c : columns)
 		gp << " \"" << c << '"';
 	gp << '\n';
 	for (const auto &[label, values] : rows) {
-		gp << '"' << label << '"';
+		if (numeric_x)
+			gp << label;
+		else
+			gp << '"' << label << '"';
 		for (double v : values) {
 			if (std::isnan(v) || std::isinf(v))
 				gp << " ?";
@@ -306,7 +327,7 @@ write_report(const report_paths &paths)
 				   << ratio(v, r.get("1", reference, c, "pairs_per_s")) << " | "
 				   << num(r.get("1", sys, c, "acq_p50_us")) << " | " << num(r.get("1", sys, c, "acq_p99_us"))
 				   << " | " << num(r.get("1", sys, c, "rel_p50_us")) << " | "
-				   << num(r.get("1", sys, c, "rel_p99_us")) << " | " << num(r.get("1", sys, c, "errors")) << " |\n";
+				   << num(r.get("1", sys, c, "rel_p99_us")) << " | " << count(r.get("1", sys, c, "errors")) << " |\n";
 			}
 		md << "\n![Case 1: pairs per second against clients](" << plot_prefix << "case1-throughput.png)\n\n"
 		   << "![Case 1: latency percentiles at 1 client](" << plot_prefix << "case1-latency.png)\n\n";
@@ -322,7 +343,7 @@ write_report(const report_paths &paths)
 				v.push_back(r.get("1", sys, c, "pairs_per_s"));
 			rows.emplace_back(std::to_string(c), v);
 		}
-		gp_datablock(gp, "c1rate", cols, rows);
+		gp_datablock(gp, "c1rate", cols, rows, true);
 		gp << "set output '" << paths.plot_dir << "/case1-throughput.png'\n"
 		   << "set title 'Case 1: uncontended acquire + release pairs per second'\n"
 		   << "set xlabel 'clients'; set ylabel 'pairs/s'; set logscale x 2; set logscale y 10\n"
@@ -368,9 +389,9 @@ write_report(const report_paths &paths)
 				   << ratio(v, r.get("2", reference, c, "cs_per_s")) << " | "
 				   << num(r.get("2", sys, c, "handoff_p50_us")) << " | "
 				   << num(r.get("2", sys, c, "handoff_p99_us")) << " | " << num(r.get("2", sys, c, "wait_p50_us"))
-				   << " | " << num(r.get("2", sys, c, "most")) << " | " << num(r.get("2", sys, c, "fewest")) << " | "
-				   << num(r.get("2", sys, c, "fairness")) << " | " << num(r.get("2", sys, c, "overlaps")) << " | "
-				   << num(r.get("2", sys, c, "errors")) << " |\n";
+				   << " | " << count(r.get("2", sys, c, "most")) << " | " << count(r.get("2", sys, c, "fewest")) << " | "
+				   << num(r.get("2", sys, c, "fairness")) << " | " << count(r.get("2", sys, c, "overlaps")) << " | "
+				   << count(r.get("2", sys, c, "errors")) << " |\n";
 			}
 		md << "\n![Case 2: critical sections per second](" << plot_prefix << "case2-contended.png)\n\n";
 
@@ -422,7 +443,7 @@ write_report(const report_paths &paths)
 				   << ratio(p50, r.get("3", sys, xs.front(), "acq_p50_us")) << " | "
 				   << num(r.get("3", sys, n, "rel_p50_us")) << " | " << num(r.get("3", sys, n, "pairs_per_s"))
 				   << " | " << mib(r.get("3", sys, n, "table_bytes")) << " | "
-				   << mib(r.get("3", sys, n, "index_bytes")) << " | " << num(r.get("3", sys, n, "errors")) << " |\n";
+				   << mib(r.get("3", sys, n, "index_bytes")) << " | " << count(r.get("3", sys, n, "errors")) << " |\n";
 			}
 		}
 		md << "\n![Case 3: acquire latency against lock rows](" << plot_prefix << "case3-scale.png)\n\n"
@@ -453,8 +474,8 @@ write_report(const report_paths &paths)
 			rows.emplace_back(std::to_string(n), v);
 			size_rows.emplace_back(std::to_string(n), s);
 		}
-		gp_datablock(gp, "c3", cols, rows);
-		gp_datablock(gp, "c3size", size_cols, size_rows);
+		gp_datablock(gp, "c3", cols, rows, true);
+		gp_datablock(gp, "c3size", size_cols, size_rows, true);
 		gp << "set output '" << paths.plot_dir << "/case3-scale.png'\n"
 		   << "set title 'Case 3: acquire latency against lock rows (1 client)'\n"
 		   << "set xlabel 'lock rows'; set ylabel 'µs'; set logscale x 10; set key outside right; set grid\n"
@@ -486,13 +507,13 @@ write_report(const report_paths &paths)
 				std::snprintf(growth, sizeof growth, "%.2f×", g("table_growth"));
 				char igrowth[32];
 				std::snprintf(igrowth, sizeof igrowth, "%.2f×", g("index_growth"));
-				md << "| " << sys << " | " << rows_label(n) << " | " << num(g("cycles")) << " ("
-				   << num(g("cycles_target")) << ") | " << num(g("cycles_per_s")) << " | "
+				md << "| " << sys << " | " << rows_label(n) << " | " << count(g("cycles")) << " ("
+				   << count(g("cycles_target")) << ") | " << num(g("cycles_per_s")) << " | "
 				   << mib(g("first_table_bytes")) << " | " << mib(g("table_bytes")) << " | "
 				   << (std::isnan(g("table_growth")) ? "–" : growth) << " | " << mib(g("first_index_bytes"))
 				   << " | " << mib(g("index_bytes")) << " | " << (std::isnan(g("index_growth")) ? "–" : igrowth)
-				   << " | " << num(g("updates")) << " | " << pct(g("hot_share")) << " | " << num(g("autovacuums"))
-				   << " | " << num(g("errors")) << " |\n";
+				   << " | " << count(g("updates")) << " | " << pct(g("hot_share")) << " | " << count(g("autovacuums"))
+				   << " | " << count(g("errors")) << " |\n";
 			}
 		}
 		md << "\n";
@@ -514,10 +535,10 @@ write_report(const report_paths &paths)
 				if (!has(r, "4", sys))
 					continue;
 				double v = r.get("4", sys, c, "renewals_per_s");
-				md << "| " << sys << " | " << c << " | " << num(r.get("4", sys, c, "leases")) << " | " << num(v)
+				md << "| " << sys << " | " << c << " | " << count(r.get("4", sys, c, "leases")) << " | " << num(v)
 				   << " | " << ratio(v, r.get("4", reference, c, "renewals_per_s")) << " | "
 				   << num(r.get("4", sys, c, "renew_p50_us")) << " | " << num(r.get("4", sys, c, "renew_p99_us"))
-				   << " | " << num(v * 10) << " | " << num(r.get("4", sys, c, "errors")) << " |\n";
+				   << " | " << num(v * 10) << " | " << count(r.get("4", sys, c, "errors")) << " |\n";
 			}
 		md << "\n";
 	}
@@ -541,7 +562,7 @@ write_report(const report_paths &paths)
 				double u = r.get("5", v, c, "units_per_s");
 				md << "| " << v << " | " << c << " | " << num(u) << " | "
 				   << ratio(u, r.get("5", ref5, c, "units_per_s")) << " | " << num(r.get("5", v, c, "unit_p50_us"))
-				   << " | " << num(r.get("5", v, c, "unit_p99_us")) << " | " << num(r.get("5", v, c, "errors"))
+				   << " | " << num(r.get("5", v, c, "unit_p99_us")) << " | " << count(r.get("5", v, c, "errors"))
 				   << " |\n";
 			}
 		md << "\n";

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Smoke test of the benchmark driver (bench/): every system it compares runs
+# for about a second against the test server and a throwaway redis-server and
+# must produce figures without errors (uncontended pairs, two clients on one
+# name with no overlap in the critical section, renewals). It measures
+# nothing: speed is for `make bench`. A run against a Redis that is not there
+# must fail, which shows the suite can.
+set -uo pipefail
+
+root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${BENCH_BUILD_DIR:-$root/build/bench}
+redis_port=${BENCH_SMOKE_REDIS_PORT:-55502}
+absent_port=55503	# nothing listens here
+work=$(mktemp -d)
+passed=0
+failed=0
+redis_pid=
+
+ok() {
+	echo "ok - $1"
+	passed=$((passed + 1))
+}
+not_ok() {
+	echo "not ok - $1"
+	failed=$((failed + 1))
+}
+finish() {
+	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+	rm -rf "$work"
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
+trap finish EXIT
+
+if cmake -S "$root/bench" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 &&
+	cmake --build "$build" -j2 >"$work/build.log" 2>&1; then
+	ok "the driver builds"
+else
+	cat "$work/cmake.log" "$work/build.log" 2>/dev/null | tail -n 30
+	not_ok "the driver builds"
+	exit 1
+fi
+driver=$build/dlock_bench
+
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$work" --save '' --appendonly no \
+	--logfile "$work/redis.log" &
+redis_pid=$!
+for _ in $(seq 50); do
+	redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+
+systems=(dlock-sql sql-lease advisory advisory-xact redis floor-select1 floor-update floor-update-async)
+# The C++ client library is part of the repository: the driver must have it.
+[ -f "$root/client/include/dlock/client.hpp" ] && systems=(dlock-sql dlock-cpp "${systems[@]:1}")
+
+"$driver" smoke --redis "127.0.0.1:$redis_port" --duration 0.5 --warmup 0.1 \
+	--systems "$(
+		IFS=,
+		echo "${systems[*]}"
+	)" --out "$work/smoke.tsv" >"$work/smoke.log" 2>&1
+status=$?
+for sys in "${systems[@]}"; do
+	rate=$(awk -F'\t' -v s="$sys" '$2 == s && $4 == "pairs_per_s" { print $5 }' "$work/smoke.tsv")
+	if grep -qx "ok $sys" "$work/smoke.log" && awk -v r="${rate:-0}" 'BEGIN { exit !(r > 0) }'; then
+		ok "$sys runs and measures (${rate} pairs/s)"
+	else
+		grep -E "^FAIL $sys:|dlock_bench:" "$work/smoke.log"
+		not_ok "$sys runs and measures"
+	fi
+done
+if [ "$status" -eq 0 ]; then
+	ok "the driver exits 0 when every system worked"
+else
+	not_ok "the driver exits 0 when every system worked (exit $status)"
+fi
+
+# Negative control: a system that cannot work must fail the run.
+"$driver" smoke --redis "127.0.0.1:$absent_port" --duration 0.2 --warmup 0.05 --systems redis \
+	>"$work/absent.log" 2>&1
+status=$?
+if [ "$status" -ne 0 ] && grep -q '^FAIL redis:' "$work/absent.log"; then
+	ok "a system that errors fails the run"
+else
+	cat "$work/absent.log"
+	not_ok "a system that errors fails the run (exit $status)"
+fi
