@@ -259,6 +259,67 @@ lease client::adopt(const grant& granted, const lease_options& options) {
     return lease{std::move(state)};
 }
 
+std::optional<grant> client::renew(std::string_view lock_name, std::string_view owner_token,
+                                   std::chrono::milliseconds ttl) {
+    const std::string name{lock_name};
+    const std::string owner{owner_token};
+    std::lock_guard<std::mutex> guard{m_core->mutex};
+    const auto sent = steady_clock::now();
+    try {
+        internal::session& s = m_core->caller_session();
+        s.notices().reset();
+        pqxx::nontransaction tx{s.conn()};
+        const pqxx::result r =
+            tx.exec_prepared(internal::stmt::renew, name, owner, static_cast<long long>(ttl.count()));
+        if (s.notices().uncertain())
+            throw unknown_outcome_error{"commit of the renewal is only local", name, owner};
+        if (r.size() != 1 || r[0][0].is_null()) {
+            ++m_core->stats.renewals_refused;
+            return std::nullopt;
+        }
+        ++m_core->stats.renewals;
+        grant g;
+        g.lock_name = name;
+        g.owner_token = owner;
+        g.ttl = ttl;
+        g.lease_until = internal::from_epoch(r[0][0].as<double>());
+        g.deadline = m_core->deadline_for(sent, ttl);
+        return g;
+    } catch (const std::exception& e) {
+        if (internal::is_unknown_outcome(e)) {
+            m_core->drop_caller_session();
+            ++m_core->stats.unknown_outcomes;
+        }
+        internal::rethrow_mapped(name, owner);
+    }
+}
+
+outcome client::release(std::string_view lock_name, std::string_view owner_token) noexcept {
+    try {
+        std::lock_guard<std::mutex> guard{m_core->mutex};
+        internal::session& s = m_core->caller_session();
+        pqxx::nontransaction tx{s.conn()};
+        const pqxx::result r =
+            tx.exec_prepared(internal::stmt::release, std::string{lock_name}, std::string{owner_token});
+        if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
+            ++m_core->stats.releases;
+            return outcome::done;
+        }
+        return outcome::refused;
+    } catch (const connection_error&) {
+        return outcome::unknown;
+    } catch (const std::exception& e) {
+        if (!internal::is_unknown_outcome(e)) return outcome::refused;
+        try {
+            std::lock_guard<std::mutex> guard{m_core->mutex};
+            m_core->drop_caller_session();
+        } catch (...) { // NOLINT(bugprone-empty-catch)
+        }
+        ++m_core->stats.unknown_outcomes;
+        return outcome::unknown;
+    }
+}
+
 bool client::force_release(std::string_view lock_name, std::string_view reason) {
     const std::string name{lock_name};
     std::lock_guard<std::mutex> guard{m_core->mutex};

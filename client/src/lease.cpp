@@ -181,4 +181,23 @@ outcome lease::release() noexcept {
     return outcome::unknown;
 }
 
+grant lease::detach() noexcept {
+    grant g;
+    if (!m_state) return g;
+    const std::shared_ptr<internal::lease_state> state = m_state;
+    {
+        std::lock_guard<std::mutex> guard{state->mutex};
+        state->released = true; // from here on the object neither renews nor releases
+        g.deadline = state->deadline;
+        g.lease_until = state->lease_until;
+    }
+    state->changed.notify_all();
+    state->core->watcher.remove(state.get());
+    g.lock_name = state->name;
+    g.owner_token = state->owner_token;
+    g.fencing_token = state->fencing_token;
+    g.ttl = state->ttl;
+    return g;
+}
+
 } // namespace dlock

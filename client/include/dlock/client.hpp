@@ -65,6 +65,15 @@ public:
     /// Turns a committed grant into a lease object (keep-alive, release on scope exit).
     [[nodiscard]] lease adopt(const grant& granted, const lease_options& options = {});
 
+    /// Renews a lease known only by name and owner token (e.g. one acquired by
+    /// another process and detached). nullopt when it is not held; the grant has
+    /// no fencing token (0). Throws unknown_outcome_error when the outcome is unknown.
+    [[nodiscard]] std::optional<grant> renew(std::string_view lock_name, std::string_view owner_token,
+                                             std::chrono::milliseconds ttl);
+
+    /// Releases a lease known only by name and owner token.
+    [[nodiscard]] outcome release(std::string_view lock_name, std::string_view owner_token) noexcept;
+
     /// Ends the current lease of lock_name whoever holds it, recording reason in
     /// dlock.audit_log; false when nothing was held. Needs a grant on
     /// dlock.force_release (else permission_error).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dlock/options.hpp"
+#include "dlock/transaction.hpp"
 
 namespace dlock {
 
@@ -68,6 +69,11 @@ public:
     /// Releases now. done: this call ended the lease; refused: it was no longer held;
     /// unknown: the connection broke (the lease then ends at its ttl at the latest).
     outcome release() noexcept;
+
+    /// Gives the lease up without releasing it: stops the keep-alive and returns
+    /// what is needed to renew or release it later by owner token (e.g. from
+    /// another process). The lease then runs out at its ttl unless renewed.
+    [[nodiscard]] grant detach() noexcept;
 
 private:
     friend class client;

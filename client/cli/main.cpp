@@ -1,0 +1,329 @@
+// main.cpp -- the dlock command-line tool: run a command under a lease, show
+// and manage leases from a shell. Argument parsing with CLI11.
+#include <CLI/CLI.hpp>
+
+#include <pqxx/pqxx>
+
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli.hpp"
+
+using namespace dlock_cli;
+
+namespace {
+
+constexpr const char* exit_status_help = R"TXT(Exit status:
+  0      success (run: COMMAND's own status; 128+N when COMMAND died of signal N)
+  1      renew / release / force-release: the lease was not held
+  64     bad usage (EX_USAGE, as flock(1))
+  69     cannot connect to the server (EX_UNAVAILABLE)
+  75     busy: the lock is held by another owner, or --wait ran out (EX_TEMPFAIL; run -E N changes it, as flock -E)
+  124    run: the lease was lost and COMMAND was terminated (as timeout(1) when time runs out)
+  125    dlock itself failed: server error, or the outcome of a call is unknown (as timeout(1))
+  126    run: COMMAND cannot be executed
+  127    run: COMMAND not found)TXT";
+
+struct lease_view {
+    std::string name;
+    std::string owner_token;
+    std::int64_t fencing_token = 0;
+    std::chrono::system_clock::time_point lease_until;
+};
+
+void print_lease(const lease_view& l, bool json) {
+    if (json) {
+        std::cout << "{\"lock_name\": " << json_string(l.name);
+        if (l.fencing_token != 0) std::cout << ", \"fencing_token\": " << l.fencing_token;
+        std::cout << ", \"owner_token\": " << json_string(l.owner_token)
+                  << ", \"lease_until\": " << json_string(format_time(l.lease_until)) << "}\n";
+        return;
+    }
+    // KEY=value lines a shell can eval.
+    std::cout << "DLOCK_LOCK_NAME=" << shell_quote(l.name) << "\n";
+    if (l.fencing_token != 0) std::cout << "DLOCK_FENCING_TOKEN=" << l.fencing_token << "\n";
+    std::cout << "DLOCK_OWNER_TOKEN=" << l.owner_token << "\n"
+              << "DLOCK_LEASE_UNTIL=" << format_time(l.lease_until) << "\n";
+}
+
+std::string field_text(const pqxx::field& f) { return f.is_null() ? std::string{} : f.as<std::string>(); }
+
+std::string duration_field(const pqxx::field& f) {
+    if (f.is_null()) return "-";
+    return format_duration(std::chrono::milliseconds{static_cast<long long>(f.as<double>() * 1000.0)});
+}
+
+int show_status(const std::string& dsn, const std::string& name, const std::string& prefix, bool all, bool json) {
+    std::unique_ptr<pqxx::connection> conn;
+    try {
+        conn = std::make_unique<pqxx::connection>(dsn);
+    } catch (const std::exception& e) {
+        std::cerr << "dlock: could not connect: " << e.what();
+        return exit_code::unavailable;
+    }
+    pqxx::nontransaction tx{*conn};
+    const pqxx::result r = tx.exec_params(
+        "SELECT lock_name, state, holder, fencing_token,"
+        " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
+        " renewals, acquisitions, takeovers"
+        " FROM dlock.locks"
+        " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
+        " AND ($3 OR $1 <> '' OR state <> 'free')"
+        " ORDER BY lock_name",
+        name, prefix, all);
+    if (json) {
+        std::cout << "[";
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            const auto& row = r[i];
+            std::cout << (i == 0 ? "\n" : ",\n") << "  {\"lock_name\": " << json_string(field_text(row[0]))
+                      << ", \"state\": " << json_string(field_text(row[1])) << ", \"holder\": "
+                      << (row[2].is_null() ? "null" : json_string(field_text(row[2])))
+                      << ", \"fencing_token\": " << field_text(row[3]) << ", \"held_for_seconds\": "
+                      << (row[4].is_null() ? "null" : field_text(row[4])) << ", \"expires_in_seconds\": "
+                      << (row[5].is_null() ? "null" : field_text(row[5])) << ", \"renewals\": " << field_text(row[6])
+                      << ", \"acquisitions\": " << field_text(row[7]) << ", \"takeovers\": " << field_text(row[8])
+                      << "}";
+        }
+        std::cout << (r.empty() ? "]\n" : "\n]\n");
+        return exit_code::ok;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"NAME", "STATE", "HOLDER", "TOKEN", "HELD FOR", "EXPIRES IN", "RENEWALS", "TAKEOVERS"}};
+    for (const auto& row : r)
+        rows.push_back({field_text(row[0]), field_text(row[1]), row[2].is_null() ? "-" : field_text(row[2]),
+                        field_text(row[3]), duration_field(row[4]), duration_field(row[5]), field_text(row[6]),
+                        field_text(row[8])});
+    std::vector<std::size_t> width(rows[0].size(), 0);
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            const bool numeric = c == 3 || c == 6 || c == 7;
+            std::string cell = row[c];
+            const std::string pad(width[c] - cell.size(), ' ');
+            line += (numeric ? pad + cell : cell + pad) + (c + 1 < row.size() ? "  " : "");
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        std::cout << line << "\n";
+    }
+    if (r.empty() && (!name.empty() || !prefix.empty())) std::cerr << "dlock: no such lock\n";
+    return exit_code::ok;
+}
+
+dlock::client make_client(const std::string& dsn) {
+    dlock::client_options o;
+    o.connection_string = dsn;
+    return dlock::client{o};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    // `dlock run ... -- COMMAND`: everything after the first "--" is COMMAND.
+    std::vector<std::string> command;
+    int parse_argc = argc;
+    bool saw_separator = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--") == 0) {
+            saw_separator = true;
+            for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+            parse_argc = i;
+            break;
+        }
+    }
+
+    CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
+    app.set_version_flag("--version", std::string{"dlock 1.0.0 (pg_dlock client, libpqxx "} + PQXX_VERSION + ")");
+    app.require_subcommand(1);
+    app.footer(std::string{"Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...).\n\n"} +
+               exit_status_help);
+    std::string dsn;
+    app.add_option("--dsn", dsn, "libpq connection string or URI (default: PG* environment)");
+
+    // run
+    run_args ra;
+    std::string ttl_text = "30s", wait_text, kill_after_text = "10s";
+    bool no_wait = false;
+    auto* run = app.add_subcommand("run", "Run COMMAND while holding the lock NAME");
+    run->add_option("NAME", ra.name, "lock name")->required();
+    run->add_option("--ttl", ttl_text, "lease time-to-live, renewed every ttl/3")->capture_default_str();
+    auto* wait_opt = run->add_option("--wait", wait_text, "wait up to this long for the lock (default: do not wait)");
+    auto* no_wait_opt = run->add_flag("--no-wait", no_wait, "fail at once when the lock is busy (the default)");
+    wait_opt->excludes(no_wait_opt);
+    run->add_option("--holder", ra.holder, "text shown as holder in dlock status (default hostname:pid)");
+    run->add_option("--kill-after", kill_after_text, "after a lost lease, SIGKILL this long after SIGTERM")
+        ->capture_default_str();
+    run->add_option("-E,--conflict-exit-code", ra.conflict_exit_code, "exit status when busy (as flock -E)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 255));
+    run->footer(R"TXT(Usage: dlock run [OPTIONS] NAME -- COMMAND [ARG...]
+
+COMMAND runs with DLOCK_LOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_OWNER_TOKEN set,
+in its own process group. The lease is kept alive while it runs and released
+when it exits. If the lease is lost, the group gets SIGTERM, then SIGKILL after
+--kill-after, and dlock exits 124. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+and SIGUSR2 sent to dlock are forwarded to COMMAND.
+
+Examples:
+  dlock run nightly-report -- /usr/local/bin/report --all
+  dlock run --wait 5m --ttl 1m db-migrate -- ./migrate.sh
+  */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
+
+    // status
+    std::string status_name, status_prefix;
+    bool status_json = false, status_all = false;
+    auto* status = app.add_subcommand("status", "Show locks from dlock.locks");
+    auto* status_name_opt = status->add_option("NAME", status_name, "only this lock");
+    auto* prefix_opt = status->add_option("--prefix", status_prefix, "only locks whose name starts with P");
+    prefix_opt->excludes(status_name_opt);
+    status->add_flag("--json", status_json, "JSON instead of a table");
+    status->add_flag("--all", status_all, "also list free locks (default: held and expired leases)");
+    status->footer("Examples:\n  dlock status\n  dlock status nightly-report\n  dlock status --prefix settlement: --json");
+
+    // acquire
+    std::string acq_name, acq_ttl = "30s", acq_wait, acq_holder;
+    bool acq_no_wait = false, acq_json = false;
+    auto* acquire = app.add_subcommand("acquire", "Take a lease and print it (it is not released on exit)");
+    acquire->add_option("NAME", acq_name, "lock name")->required();
+    acquire->add_option("--ttl", acq_ttl, "lease time-to-live")->capture_default_str();
+    auto* acq_wait_opt = acquire->add_option("--wait", acq_wait, "wait up to this long (default: do not wait)");
+    acq_wait_opt->excludes(acquire->add_flag("--no-wait", acq_no_wait, "fail at once when busy (the default)"));
+    acquire->add_option("--holder", acq_holder, "holder text");
+    acquire->add_flag("--json", acq_json, "print JSON instead of KEY=value lines");
+    acquire->footer("Examples:\n  eval \"$(dlock acquire --ttl 5m deploy)\"\n"
+                    "  dlock renew deploy --owner-token \"$DLOCK_OWNER_TOKEN\" --ttl 5m\n"
+                    "  dlock release deploy --owner-token \"$DLOCK_OWNER_TOKEN\"");
+
+    // renew
+    std::string ren_name, ren_owner, ren_ttl = "30s";
+    bool ren_json = false;
+    auto* renew = app.add_subcommand("renew", "Extend a lease by its owner token");
+    renew->add_option("NAME", ren_name, "lock name")->required();
+    renew->add_option("--owner-token", ren_owner, "owner token (default: $DLOCK_OWNER_TOKEN)");
+    renew->add_option("--ttl", ren_ttl, "new time-to-live from now")->capture_default_str();
+    renew->add_flag("--json", ren_json, "print JSON");
+    renew->footer("Example:\n  dlock renew deploy --owner-token \"$DLOCK_OWNER_TOKEN\" --ttl 5m");
+
+    // release
+    std::string rel_name, rel_owner;
+    auto* release = app.add_subcommand("release", "End a lease by its owner token");
+    release->add_option("NAME", rel_name, "lock name")->required();
+    release->add_option("--owner-token", rel_owner, "owner token (default: $DLOCK_OWNER_TOKEN)");
+    release->footer("Example:\n  dlock release deploy --owner-token \"$DLOCK_OWNER_TOKEN\"");
+
+    // force-release
+    std::string fr_name, fr_reason;
+    auto* force = app.add_subcommand("force-release", "End whoever's lease on NAME (audited; needs a grant)");
+    force->add_option("NAME", fr_name, "lock name")->required();
+    force->add_option("--reason", fr_reason, "why (recorded in dlock.audit_log)")->required();
+    force->footer("Example:\n  dlock force-release nightly-report --reason \"job hung on host-3, ticket 1234\"");
+
+    try {
+        app.parse(parse_argc, argv);
+        if (saw_separator && !run->parsed()) throw usage_error{"\"--\" is only used by dlock run"};
+        if (run->parsed()) {
+            if (!saw_separator) throw usage_error{"run: missing \"--\" before COMMAND"};
+            if (command.empty()) throw usage_error{"run: missing COMMAND after \"--\""};
+            check_lock_name(ra.name);
+            ra.ttl = parse_duration(ttl_text, "--ttl");
+            if (!wait_text.empty()) ra.wait = parse_duration(wait_text, "--wait");
+            ra.kill_after = parse_duration(kill_after_text, "--kill-after");
+            ra.command = command;
+        }
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::cerr << "dlock: " << e.what() << "\nRun with --help for usage.\n";
+        return exit_code::usage;
+    } catch (const usage_error& e) {
+        std::cerr << "dlock: " << e.what() << "\nRun with --help for usage.\n";
+        return exit_code::usage;
+    }
+
+    try {
+        if (run->parsed()) {
+            block_run_signals(); // before any thread exists
+            auto client = make_client(dsn);
+            return run_under_lease(client, ra);
+        }
+        if (status->parsed()) return show_status(dsn, status_name, status_prefix, status_all, status_json);
+        if (acquire->parsed()) {
+            check_lock_name(acq_name);
+            dlock::lease_options o;
+            o.ttl = parse_duration(acq_ttl, "--ttl");
+            o.holder = acq_holder;
+            o.keep_alive = false;
+            auto client = make_client(dsn);
+            std::optional<dlock::lease> l;
+            try {
+                if (!acq_wait.empty())
+                    l.emplace(client.acquire(acq_name, parse_duration(acq_wait, "--wait"), o));
+                else
+                    l = client.try_acquire(acq_name, o);
+            } catch (const dlock::busy_error&) {
+            }
+            if (!l) {
+                std::cerr << "dlock: " << acq_name << " is busy\n";
+                return exit_code::busy;
+            }
+            const dlock::grant g = l->detach();
+            print_lease({g.lock_name, g.owner_token, g.fencing_token, g.lease_until}, acq_json);
+            return exit_code::ok;
+        }
+        if (renew->parsed() || release->parsed()) {
+            std::string& owner = renew->parsed() ? ren_owner : rel_owner;
+            const std::string& name = renew->parsed() ? ren_name : rel_name;
+            if (owner.empty() && std::getenv("DLOCK_OWNER_TOKEN") != nullptr) owner = std::getenv("DLOCK_OWNER_TOKEN");
+            check_lock_name(name);
+            check_owner_token(owner);
+            auto client = make_client(dsn);
+            if (renew->parsed()) {
+                const auto g = client.renew(name, owner, parse_duration(ren_ttl, "--ttl"));
+                if (!g) {
+                    std::cerr << "dlock: " << name << " is not held with this owner token\n";
+                    return exit_code::not_held;
+                }
+                print_lease({g->lock_name, g->owner_token, 0, g->lease_until}, ren_json);
+                return exit_code::ok;
+            }
+            switch (client.release(name, owner)) {
+            case dlock::outcome::done: return exit_code::ok;
+            case dlock::outcome::refused:
+                std::cerr << "dlock: " << name << " was not held with this owner token\n";
+                return exit_code::not_held;
+            case dlock::outcome::unknown:
+                std::cerr << "dlock: outcome of the release is unknown (the lease ends at its ttl at the latest)\n";
+                return exit_code::failed;
+            }
+        }
+        if (force->parsed()) {
+            check_lock_name(fr_name);
+            auto client = make_client(dsn);
+            if (!client.force_release(fr_name, fr_reason)) {
+                std::cerr << "dlock: " << fr_name << " was not held\n";
+                return exit_code::not_held;
+            }
+            std::cout << "released " << fr_name << "\n";
+            return exit_code::ok;
+        }
+    } catch (const usage_error& e) {
+        std::cerr << "dlock: " << e.what() << "\nRun with --help for usage.\n";
+        return exit_code::usage;
+    } catch (const dlock::connection_error& e) {
+        std::cerr << "dlock: " << e.what() << (std::strchr(e.what(), '\n') ? "" : "\n");
+        return exit_code::unavailable;
+    } catch (const dlock::unknown_outcome_error& e) {
+        std::cerr << "dlock: outcome unknown: " << e.what() << "\n";
+        return exit_code::failed;
+    } catch (const dlock::error& e) {
+        std::cerr << "dlock: " << e.what() << "\n";
+        return exit_code::failed;
+    } catch (const std::exception& e) {
+        std::cerr << "dlock: " << e.what() << "\n";
+        return exit_code::failed;
+    }
+    return exit_code::failed;
+}
