@@ -139,7 +139,11 @@ int main(int argc, char** argv) {
     CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
     app.set_version_flag("--version", std::string{"dlock 1.0.0 (pg_dlock client, libpqxx "} + PQXX_VERSION + ")");
     app.require_subcommand(1);
-    app.footer(std::string{"Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...).\n\n"} +
+    app.footer(std::string{"Examples:\n"
+                           "  dlock run nightly-report -- /usr/local/bin/report --all\n"
+                           "  dlock status --prefix settlement:\n"
+                           "  dlock force-release nightly-report --reason \"host-3 hung\"\n\n"
+                           "Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...).\n\n"} +
                exit_status_help);
     std::string dsn;
     app.add_option("--dsn", dsn, "libpq connection string or URI (default: PG* environment)");

@@ -1,0 +1,118 @@
+# dlock acquire / renew / release / force-release / status, usage errors,
+# connection errors, --help and --version.
+
+# --- acquire / renew / release for shell scripts -------------------------------
+name=$(unique script)
+out=$("$DLOCK" acquire --ttl 1m "$name")
+expect_status "acquire: exits 0" 0 $?
+eval "$out"
+check "acquire: prints DLOCK_OWNER_TOKEN and DLOCK_FENCING_TOKEN" \
+	$([ -n "${DLOCK_OWNER_TOKEN:-}" ] && [ -n "${DLOCK_FENCING_TOKEN:-}" ]; echo $?)
+check "acquire: the lease stays after the command exits" $([ "$(state_of "$name")" = held ]; echo $?)
+"$DLOCK" acquire "$name" 2>/dev/null
+expect_status "acquire: a held lock is busy (75)" 75 $?
+start=$(now_ms)
+"$DLOCK" acquire --wait 500ms "$name" 2>/dev/null
+status=$?
+elapsed=$(( $(now_ms) - start ))
+expect_status "acquire --wait 500ms: wait runs out (75)" 75 $status
+check "acquire --wait 500ms: waited for it (${elapsed} ms >= 500 ms)" $(( elapsed >= 500 ? 0 : 1 ))
+"$DLOCK" renew "$name" --owner-token "$DLOCK_OWNER_TOKEN" --ttl 2m >/dev/null
+expect_status "renew with the owner token: exits 0" 0 $?
+left=$(q "SELECT extract(epoch FROM expires_in)::int FROM dlock.locks WHERE lock_name = '$name'")
+check "renew: the lease now runs about 2 minutes ($left s)" $(( left > 100 ? 0 : 1 ))
+out=$("$DLOCK" renew "$name" --owner-token "$DLOCK_OWNER_TOKEN" --json)
+echo "$out" | grep -q "\"owner_token\": \"$DLOCK_OWNER_TOKEN\", \"lease_until\": \""
+check "renew --json: prints the lease" $?
+"$DLOCK" renew "$name" --owner-token 00000000-0000-4000-8000-000000000000 2>/dev/null
+expect_status "renew with another owner token: not held (1)" 1 $?
+DLOCK_OWNER_TOKEN=$DLOCK_OWNER_TOKEN "$DLOCK" release "$name"
+expect_status "release (owner token from the environment): exits 0" 0 $?
+check "release: the lock is free" $([ "$(state_of "$name")" = free ]; echo $?)
+"$DLOCK" release "$name" --owner-token "$DLOCK_OWNER_TOKEN" 2>/dev/null
+expect_status "release again: not held (1)" 1 $?
+out=$("$DLOCK" acquire --json "$name")
+echo "$out" | grep -Eq '^\{"lock_name": "[^"]+", "fencing_token": [0-9]+, "owner_token": "[0-9a-f-]{36}", "lease_until": "[0-9T:.-]+Z"\}$'
+check "acquire --json: prints the lease as JSON" $?
+unset DLOCK_OWNER_TOKEN DLOCK_FENCING_TOKEN DLOCK_LOCK_NAME DLOCK_LEASE_UNTIL
+
+# --- force-release ----------------------------------------------------------------
+name=$(unique force)
+"$DLOCK" acquire "$name" >/dev/null
+"$DLOCK" force-release "$name" --reason "cli test: stuck" >/dev/null
+expect_status "force-release: exits 0" 0 $?
+check "force-release: recorded in dlock.audit_log" \
+	$([ "$(q "SELECT count(*) FROM dlock.audit_log WHERE lock_name = '$name' AND reason = 'cli test: stuck'")" -ge 1 ]; echo $?)
+"$DLOCK" force-release "$name" --reason again 2>/dev/null
+expect_status "force-release of a free lock: not held (1)" 1 $?
+q "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regress_dlock_app') THEN CREATE ROLE regress_dlock_app LOGIN; END IF; END\$\$"
+q "ALTER ROLE regress_dlock_app LOGIN"
+q "GRANT USAGE ON SCHEMA dlock TO regress_dlock_app"
+"$DLOCK" acquire "$name" >/dev/null
+err=$("$DLOCK" --dsn "user=regress_dlock_app" force-release "$name" --reason nope 2>&1)
+status=$?
+expect_status "force-release without the grant: dlock failure (125)" 125 $status
+echo "$err" | grep -q "^dlock: permission denied"
+check "force-release without the grant: shows the server's message, not library text" $?
+
+# --- usage errors (64) name the flag -----------------------------------------
+"$DLOCK" run "$(unique u)" 2>"$work/u.err"
+expect_status "usage: run without -- (64)" 64 $?
+grep -q -- 'missing "--"' "$work/u.err"
+check "usage: ... says the -- is missing" $?
+"$DLOCK" run "$(unique u)" -- 2>"$work/u.err"
+expect_status "usage: run without COMMAND (64)" 64 $?
+"$DLOCK" run "" -- true 2>"$work/u.err"
+expect_status "usage: empty name (64)" 64 $?
+"$DLOCK" run "$(printf 'n%.0s' $(seq 1 201))" -- true 2>"$work/u.err"
+expect_status "usage: name over 200 characters (64)" 64 $?
+"$DLOCK" run "$(printf 'n%.0s' $(seq 1 200))" -- true
+expect_status "usage: a name of 200 characters is fine" 0 $?
+for bad in 10 5x 1.5s -3s 1d ""; do
+	"$DLOCK" run --ttl "$bad" "$(unique u)" -- true 2>"$work/u.err"
+	status=$?
+	[ $status -eq 64 ] && grep -q -- "--ttl" "$work/u.err"
+	check "usage: --ttl '$bad' is refused naming --ttl" $?
+done
+"$DLOCK" run --wait 1x "$(unique u)" -- true 2>"$work/u.err"
+[ $? -eq 64 ] && grep -q -- "--wait" "$work/u.err"
+check "usage: a bad --wait is refused naming --wait" $?
+"$DLOCK" run --kill-after soon "$(unique u)" -- true 2>"$work/u.err"
+[ $? -eq 64 ] && grep -q -- "--kill-after" "$work/u.err"
+check "usage: a bad --kill-after is refused naming --kill-after" $?
+"$DLOCK" run --wait 1s --no-wait "$(unique u)" -- true 2>/dev/null
+expect_status "usage: --wait with --no-wait (64)" 64 $?
+"$DLOCK" frobnicate 2>/dev/null
+expect_status "usage: unknown command (64)" 64 $?
+"$DLOCK" release "$(unique u)" --owner-token not-a-uuid 2>/dev/null
+expect_status "usage: an owner token that is no UUID (64)" 64 $?
+for good in 500ms 30s 5m 1h; do
+	"$DLOCK" run --ttl "$good" "$(unique u)" -- true
+	expect_status "usage: --ttl $good is accepted" 0 $?
+done
+
+# --- server errors ---------------------------------------------------------------
+"$DLOCK" run --ttl 1000h "$(unique u)" -- true 2>"$work/u.err"
+expect_status "server error: ttl above dlock.max_ttl is a dlock failure (125)" 125 $?
+grep -q "^dlock: ttl exceeds dlock.max_ttl" "$work/u.err"
+check "server error: shows the server's message" $?
+
+# --- cannot connect (69) --------------------------------------------------------------
+for cmd in "run $(unique c) -- true" "status" "acquire $(unique c)" "force-release x --reason y"; do
+	# shellcheck disable=SC2086
+	"$DLOCK" --dsn "host=127.0.0.1 port=1 connect_timeout=2" $cmd 2>/dev/null
+	expect_status "cannot connect: $cmd (69)" 69 $?
+done
+
+# --- help and version ------------------------------------------------------------------
+for cmd in "" run status acquire renew release force-release; do
+	# shellcheck disable=SC2086
+	out=$("$DLOCK" $cmd --help 2>&1)
+	status=$?
+	[ $status -eq 0 ] && echo "$out" | grep -q "Example"
+	check "help: dlock $cmd --help exits 0 with examples" $?
+done
+"$DLOCK" --help | grep -q "^  124 "
+check "help: documents the exit statuses" $?
+"$DLOCK" --version | grep -q "^dlock 1\."
+check "version: dlock --version" $?

@@ -1,0 +1,138 @@
+# dlock run: mutual exclusion, serialization with --wait, lost lease kills the
+# command, exit statuses, environment, signal forwarding, status while running.
+
+# --- two --no-wait runs started together: exactly one runs COMMAND ----------
+name=$(unique nowait)
+: >"$work/nowait.out"
+"$DLOCK" run --no-wait "$name" -- sh -c "echo ran >>'$work/nowait.out'; sleep 1" 2>"$work/nowait1.err" &
+p1=$!
+"$DLOCK" run --no-wait "$name" -- sh -c "echo ran >>'$work/nowait.out'; sleep 1" 2>"$work/nowait2.err" &
+p2=$!
+wait $p1; c1=$?
+wait $p2; c2=$?
+ran=$(wc -l <"$work/nowait.out")
+check "run --no-wait x2: COMMAND ran exactly once (ran $ran times)" $(( ran == 1 ? 0 : 1 ))
+codes=$(printf '%s\n' $c1 $c2 | sort -n | tr '\n' ' ')
+check "run --no-wait x2: exit statuses are 0 and 75 (got $codes)" $([ "$codes" = "0 75 " ]; echo $?)
+check "run: lease released after COMMAND exits" $([ "$(state_of "$name")" = free ]; echo $?)
+
+# -E changes the busy status, as flock -E
+name=$(unique conflict)
+"$DLOCK" run "$name" -- sleep 2 &
+holder=$!
+wait_for is_held "$name"
+"$DLOCK" run -E 3 "$name" -- true 2>/dev/null
+expect_status "run -E 3: busy exits 3" 3 $?
+kill -TERM $holder; wait $holder 2>/dev/null
+
+# --- --wait: two runs serialize, the second gets a higher token ------------
+name=$(unique wait)
+: >"$work/wait.out"
+body='echo "start $DLOCK_FENCING_TOKEN" >>'"'$work/wait.out'"'; sleep 0.7; echo "end $DLOCK_FENCING_TOKEN" >>'"'$work/wait.out'"
+"$DLOCK" run --wait 20s "$name" -- sh -c "$body" &
+p1=$!
+"$DLOCK" run --wait 20s "$name" -- sh -c "$body" &
+p2=$!
+wait $p1; c1=$?
+wait $p2; c2=$?
+check "run --wait x2: both ran (exit $c1, $c2)" $(( c1 == 0 && c2 == 0 ? 0 : 1 ))
+mapfile -t lines <"$work/wait.out"
+t1=${lines[0]#start }
+serial=1
+[ ${#lines[@]} -eq 4 ] && [ "${lines[0]}" = "start $t1" ] && [ "${lines[1]}" = "end $t1" ] &&
+	[ "${lines[2]%% *}" = start ] && [ "${lines[3]}" = "end ${lines[2]#start }" ] && serial=0
+check "run --wait x2: the runs did not overlap (${lines[*]})" $serial
+t2=${lines[2]#start }
+check "run --wait x2: the second got a higher fencing token ($t1 < $t2)" $([ "${t2:-0}" -gt "${t1:-0}" ] 2>/dev/null; echo $?)
+
+# --- a lease forced away kills COMMAND within renewal interval + grace ------
+# ttl 3s -> renewal every 1s; --kill-after 1s. COMMAND ignores SIGTERM, so it
+# takes the SIGKILL.
+name=$(unique lost)
+"$DLOCK" run --ttl 3s --kill-after 1s "$name" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
+	2>"$work/lost.err" &
+runner=$!
+wait_for is_held "$name"
+start=$(now_ms)
+"$DLOCK" force-release "$name" --reason "cli test" >/dev/null
+expect_status "force-release of a running lease exits 0" 0 $?
+wait $runner
+status=$?
+elapsed=$(( $(now_ms) - start ))
+expect_status "run: lost lease exits 124" 124 $status
+# renewal interval (1 s) + grace (1 s) + 1 s for scheduling on a busy machine
+check "run: COMMAND was killed within renewal + grace (${elapsed} ms <= 3000 ms)" $(( elapsed <= 3000 ? 0 : 1 ))
+grep -q "lost" "$work/lost.err"
+check "run: says the lease was lost" $?
+check "run: the killed command left nothing behind" \
+	$(pgrep -f 'trap "" TERM; while' >/dev/null && echo 1 || echo 0)
+
+# A command that exits on SIGTERM goes at once.
+name=$(unique lost-term)
+"$DLOCK" run --ttl 3s --kill-after 10s "$name" -- sleep 60 2>/dev/null &
+runner=$!
+wait_for is_held "$name"
+start=$(now_ms)
+"$DLOCK" force-release "$name" --reason "cli test" >/dev/null
+wait $runner
+status=$?
+elapsed=$(( $(now_ms) - start ))
+expect_status "run: lost lease, COMMAND ends on SIGTERM: exits 124" 124 $status
+check "run: ... before the grace period (${elapsed} ms < 10000 ms)" $(( elapsed < 10000 ? 0 : 1 ))
+
+# --- exit statuses pass through ----------------------------------------------
+"$DLOCK" run "$(unique exit)" -- sh -c 'exit 7'
+expect_status "run: COMMAND's exit 7 passes through" 7 $?
+"$DLOCK" run "$(unique exit)" -- true
+expect_status "run: COMMAND's exit 0 passes through" 0 $?
+"$DLOCK" run "$(unique exit)" -- sh -c 'kill -TERM $$'
+expect_status "run: COMMAND killed by SIGTERM gives 143" 143 $?
+"$DLOCK" run "$(unique exit)" -- /nonexistent/command 2>/dev/null
+expect_status "run: COMMAND not found gives 127" 127 $?
+printf 'x' >"$work/not-executable"
+chmod -x "$work/not-executable"
+"$DLOCK" run "$(unique exit)" -- "$work/not-executable" 2>/dev/null
+expect_status "run: COMMAND not executable gives 126" 126 $?
+
+# --- environment --------------------------------------------------------------
+name=$(unique env)
+out=$("$DLOCK" run "$name" -- sh -c 'echo "$DLOCK_LOCK_NAME|$DLOCK_FENCING_TOKEN|$DLOCK_OWNER_TOKEN"')
+IFS='|' read -r env_name env_token env_owner <<<"$out"
+check "run: DLOCK_LOCK_NAME is the lock name" $([ "$env_name" = "$name" ]; echo $?)
+check "run: DLOCK_FENCING_TOKEN is the lease's token" \
+	$([ "$env_token" = "$(q "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$name'")" ]; echo $?)
+check "run: DLOCK_OWNER_TOKEN is a UUID" \
+	$([[ $env_owner =~ ^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$ ]]; echo $?)
+
+# --- signals sent to dlock reach COMMAND -----------------------------------
+name=$(unique signal)
+rm -f "$work/signal.out"
+"$DLOCK" run "$name" -- sh -c "trap 'echo got-term >\"$work/signal.out\"; exit 0' TERM; while :; do sleep 0.1; done" &
+runner=$!
+wait_for is_held "$name"
+sleep 0.3
+kill -TERM $runner
+wait $runner
+status=$?
+check "run: SIGTERM to dlock is forwarded to COMMAND" $(grep -q got-term "$work/signal.out" 2>/dev/null; echo $?)
+expect_status "run: ... and dlock exits with COMMAND's status" 0 $status
+check "run: ... and the lease is released" $([ "$(state_of "$name")" = free ]; echo $?)
+
+# --- status shows the holder while a run is active -------------------------
+name=$(unique status)
+"$DLOCK" run --holder "cli-test-holder" "$name" -- sleep 3 &
+runner=$!
+wait_for is_held "$name"
+out=$("$DLOCK" status "$name")
+echo "$out" | grep -q "cli-test-holder" && echo "$out" | grep -q " held "
+check "status: shows the holder of an active run" $?
+echo "$out" | head -n 1 | grep -q "^NAME  *STATE  *HOLDER  *TOKEN  *HELD FOR  *EXPIRES IN"
+check "status: has a header of aligned columns" $?
+out=$("$DLOCK" status --prefix "${name%-*}" --json)
+echo "$out" | grep -q "\"lock_name\": \"$name\", \"state\": \"held\", \"holder\": \"cli-test-holder\""
+check "status --prefix --json: lists the active run" $?
+out=$("$DLOCK" status)
+echo "$out" | grep -q "^$name "
+check "status: the default table lists the active run" $?
+kill -TERM $runner
+wait $runner 2>/dev/null

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The dlock command-line tool against the server tests/run-all.sh started.
+# Runs tests/cli/*_test.sh; ends with "N passed, N failed".
+set -uo pipefail
+
+root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+export DLOCK_ROOT=$root
+DLOCK=${DLOCK_CLIENT_BUILD:-$root/build/client}/cli/dlock
+if [ ! -x "$DLOCK" ]; then
+	echo "missing $DLOCK (run make client)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cli_passed=0
+cli_failed=0
+# shellcheck source=../cli/lib.sh
+. "$root/tests/cli/lib.sh"
+for t in "$root"/tests/cli/*_test.sh; do
+	echo "--- $(basename "$t")"
+	# shellcheck disable=SC1090
+	. "$t"
+done
+echo "$cli_passed passed, $cli_failed failed"
+[ "$cli_failed" -eq 0 ]
