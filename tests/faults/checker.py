@@ -37,6 +37,10 @@ Scenario extras (scenario.json "checks"):
                       same owner token; a retry soon after a reply keeps its token
   min_unknown         the fault must have produced at least this many unknowns
 
+Any operation that failed with an error the faults cannot explain (anything
+but lost connections, cancels, timeouts, a read-only server or serialization
+failures) is flagged too: such an error means the workload itself is broken.
+
 Usage: checker.py RUN_DIR [--json OUT]   exit 0 = no violations
 """
 
@@ -89,14 +93,18 @@ class Op:
 
 
 def load_history(run_dir):
-    """The operations of all workers, and the faults the workers made themselves
-    (a slow holder's pause, a read-modify-write held open) as fault events."""
+    """The operations of all workers, the faults the workers made themselves (a
+    slow holder's pause, a read-modify-write held open) as fault events, and
+    which lock-call implementations the workers used."""
     ops = []
     faults = []
+    impls = set()
     for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
         pending = {}
         for rec in load_jsonl(path):
             ev = rec.get("ev")
+            if ev == "start":
+                impls.add(rec.get("impl", "?"))
             if ev == "note" and rec.get("what") == "slow":
                 faults.append({"t": rec["t"], "ev": "fault_start", "fault": "slow holder",
                                "lock": rec.get("lock")})
@@ -126,7 +134,7 @@ def load_history(run_dir):
                 if "before" in rec:
                     op.before = rec["before"]
                     op.after = rec["after"]
-    return ops, faults
+    return ops, faults, sorted(impls)
 
 
 class Result:
@@ -205,11 +213,13 @@ def check_token_issue(ops, final, res, scenario):
     for op in ops:
         if op.op != "acquire" or op.token is None:
             continue
-        if op.result not in ("ok", "unknown"):
+        # Only confirmed grants: an uncertain acquire's token may never have
+        # committed (the transaction died before COMMIT), and then the server
+        # rightly hands the same number to the next owner.
+        if op.result != "ok":
             continue
         owners.setdefault((op.lock, op.token), set()).add(op.owner)
-        if op.result == "ok":
-            grants.setdefault(op.lock, []).append(op)
+        grants.setdefault(op.lock, []).append(op)
     for (lock, token), who in sorted(owners.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         if len(who) > 1:
             res.flag("3", f"{lock}: token {token} issued to {len(who)} owners")
@@ -368,6 +378,23 @@ def check_converge(ops, res, ttl_ms, end_of_run):
     res.info["unknown_acquires_resolved"] = resolved
 
 
+# Errors the injected faults explain; anything else is a broken workload.
+EXPLAINED_ERRORS = {"connection", "connect", "in_doubt", "exception", "unknown_outcome", "commit",
+                    "57014", "55P03", "25006", "25P03", "40001", "40P01", "53300"}
+
+
+def check_errors(ops, res):
+    unexplained = {}
+    for op in ops:
+        if op.result != "fail" or op.why is None:
+            continue
+        if op.why in EXPLAINED_ERRORS or op.why.startswith("08") or op.why.startswith("57P0"):
+            continue
+        unexplained[op.why] = unexplained.get(op.why, 0) + 1
+    for why, n in sorted(unexplained.items()):
+        res.flag("extra", f"{n} operations failed with an error no fault explains (SQLSTATE {why})")
+
+
 def check_run(run_dir):
     with open(os.path.join(run_dir, "scenario.json"), encoding="utf-8") as f:
         scenario = json.load(f)
@@ -378,7 +405,7 @@ def check_run(run_dir):
             final = json.load(f) or {}
     events_path = os.path.join(run_dir, "events.jsonl")
     events = load_jsonl(events_path) if os.path.exists(events_path) else []
-    ops, worker_faults = load_history(run_dir)
+    ops, worker_faults, implementations = load_history(run_dir)
     events = sorted(events + worker_faults, key=lambda e: e["t"])
     res = Result(scenario)
     end_of_run = max([o.complete or o.invoke for o in ops] + [e["t"] for e in events] + [0])
@@ -391,6 +418,7 @@ def check_run(run_dir):
     check_token_issue(ops, final, res, scenario)
     check_durability(ops, final, res, scenario)
     recovery_times(ops, events, res, end_of_run, scenario.get("ttl_ms", 1000))
+    check_errors(ops, res)
     if "acquire_bound_ms" in checks:
         check_acquire_bound(ops, events, res, checks["acquire_bound_ms"],
                             scenario.get("ttl_ms", 1000))
@@ -425,6 +453,7 @@ def check_run(run_dir):
         "recovery_median_ms": statistics.median(rec) if rec else None,
         "recovery_worst_ms": max(rec) if rec else None,
         "info": {k: v for k, v in res.info.items() if k != "recovery_ms"},
+        "lock_calls": ",".join(implementations),
     }
     return summary
 

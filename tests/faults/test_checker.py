@@ -219,6 +219,19 @@ class CheckerTest(unittest.TestCase):
         h.acquire("w1", 33, 34, "L2", "u", 10)
         self.assertOnly(h.check(), "extra")
 
+    def test_unexplained_error(self):
+        h = clean_history()
+        h.acquire("w2", 31, 32, "L1", "q", result="fail", why="26000")
+        h.acquire("w2", 33, 34, "L1", "r", result="fail", why="57P01")
+        self.assertEqual(h.check()["violations_by_invariant"]["extra"], 1)
+
+    def test_uncertain_token_reused(self):
+        # The uncertain grant never committed; the next owner gets the number.
+        h = clean_history()
+        h.acquire("w1", 31, 32, "L2", "u", 4, result="unknown", why="commit")
+        h.acquire("w2", 33, 34, "L2", "v", 4)
+        self.assertEqual(h.check()["violations"], 0)
+
     def test_min_unknown(self):
         s = clean_history(checks={"min_unknown": 1}).check()
         self.assertOnly(s, "extra")
