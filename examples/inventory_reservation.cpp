@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     try {
         pqxx::connection conn; // business connection, PG* environment
         create_tables(conn);
-        dlock::client locks;   // lock client, same server
+        dlock::client locks; // lock client, same server
         const std::string lock_name = "inventory:" + sku;
         dlock::lease_options options;
         options.ttl = 10s;
@@ -59,10 +59,9 @@ int main(int argc, char** argv) {
             std::cout << "busy: another reservation of " << sku << " is in progress\n";
             return 75;
         }
-        const auto stock =
-            w.exec_params("UPDATE example_inventory SET on_hand = on_hand - $2, fencing_token = $3"
-                          " WHERE sku = $1 AND on_hand >= $2 RETURNING on_hand",
-                          sku, quantity, granted->fencing_token);
+        const auto stock = w.exec_params("UPDATE example_inventory SET on_hand = on_hand - $2, fencing_token = $3"
+                                         " WHERE sku = $1 AND on_hand >= $2 RETURNING on_hand",
+                                         sku, quantity, granted->fencing_token);
         if (stock.empty()) {
             w.abort(); // no reservation, and no lease either
             std::cout << "out of stock: " << sku << "\n";

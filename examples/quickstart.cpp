@@ -28,10 +28,9 @@ int main() {
         pqxx::connection db;
         pqxx::work w{db};
         dlock::assert_holds(w, lease.name(), lease.fencing_token()); // pins the lease until commit
-        dlock::fence(w, "export-target", lease.fencing_token());      // refuses older holders
+        dlock::fence(w, "export-target", lease.fencing_token());     // refuses older holders
         // ... w.exec_params("INSERT ...", ...);
-        if (dlock::commit(w) == dlock::outcome::unknown)
-            std::cerr << "commit outcome unknown: check before retrying\n";
+        if (dlock::commit(w) == dlock::outcome::unknown) std::cerr << "commit outcome unknown: check before retrying\n";
 
         std::cout << "time left on the lease: " << lease.time_left().count() << " ms\n";
         return 0; // the lease is released here, when it goes out of scope

@@ -68,7 +68,8 @@ TEST_F(client_test, acquire_with_wait_raises_busy_error_when_the_wait_runs_out) 
     EXPECT_EQ(m.waits, 1u);
     EXPECT_EQ(m.wait_timeouts, 1u);
     std::uint64_t recorded = 0;
-    for (auto n : m.wait_histogram) recorded += n;
+    for (auto n : m.wait_histogram)
+        recorded += n;
     EXPECT_EQ(recorded, 1u);
     EXPECT_EQ(m.wait_histogram[0] + m.wait_histogram[1] + m.wait_histogram[2], 0u); // > 100 ms
 }
@@ -106,10 +107,10 @@ TEST_F(client_test, deadline_is_never_later_than_server_lease_until_minus_round_
             }
             pqxx::nontransaction tx{admin()};
             const auto sent = std::chrono::steady_clock::now();
-            const auto r = tx.exec_params(
-                "SELECT extract(epoch FROM lease_until - clock_timestamp())::float8 FROM dlock.locks "
-                "WHERE lock_name = $1",
-                name);
+            const auto r =
+                tx.exec_params("SELECT extract(epoch FROM lease_until - clock_timestamp())::float8 FROM dlock.locks "
+                               "WHERE lock_name = $1",
+                               name);
             ASSERT_EQ(r.size(), 1u);
             const auto server_left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                 std::chrono::duration<double>{r[0][0].as<double>()});

@@ -14,14 +14,14 @@ namespace dlock_cli {
 /// Exit statuses (documented in --help and docs/readme/cli.md).
 namespace exit_code {
 inline constexpr int ok = 0;
-inline constexpr int not_held = 1;       ///< renew/release/force-release: nothing held
-inline constexpr int usage = 64;         ///< EX_USAGE, as flock(1)
-inline constexpr int unavailable = 69;   ///< EX_UNAVAILABLE: cannot connect
-inline constexpr int busy = 75;          ///< EX_TEMPFAIL: busy / wait ran out (run -E changes it, as flock -E)
-inline constexpr int lost = 124;         ///< lease lost, COMMAND terminated (as timeout(1) on timeout)
-inline constexpr int failed = 125;       ///< dlock itself failed: server error, unknown outcome (as timeout(1))
-inline constexpr int cannot_run = 126;   ///< COMMAND found but could not be run
-inline constexpr int not_found = 127;    ///< COMMAND not found
+inline constexpr int not_held = 1;     ///< renew/release/force-release: nothing held
+inline constexpr int usage = 64;       ///< EX_USAGE, as flock(1)
+inline constexpr int unavailable = 69; ///< EX_UNAVAILABLE: cannot connect
+inline constexpr int busy = 75;        ///< EX_TEMPFAIL: busy / wait ran out (run -E changes it, as flock -E)
+inline constexpr int lost = 124;       ///< lease lost, COMMAND terminated (as timeout(1) on timeout)
+inline constexpr int failed = 125;     ///< dlock itself failed: server error, unknown outcome (as timeout(1))
+inline constexpr int cannot_run = 126; ///< COMMAND found but could not be run
+inline constexpr int not_found = 127;  ///< COMMAND not found
 } // namespace exit_code
 
 /// A usage error; the message names the flag or argument.

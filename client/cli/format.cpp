@@ -12,7 +12,8 @@ std::chrono::milliseconds parse_duration(const std::string& text, const std::str
     static const std::regex pattern{R"(^([0-9]{1,9})(ms|s|m|h)$)"};
     std::smatch m;
     if (!std::regex_match(text, m, pattern))
-        throw usage_error{flag + ": invalid duration \"" + text + "\" (use a whole number and a unit: 500ms, 30s, 5m, 1h)"};
+        throw usage_error{flag + ": invalid duration \"" + text +
+                          "\" (use a whole number and a unit: 500ms, 30s, 5m, 1h)"};
     const long long n = std::stoll(m[1].str());
     const std::string unit = m[2].str();
     const long long factor = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : 3600000;
@@ -42,8 +43,8 @@ std::string format_time(std::chrono::system_clock::time_point value) {
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
     return buf;
 }
 
@@ -72,7 +73,8 @@ std::string json_string(const std::string& text) {
 
 std::string shell_quote(const std::string& text) {
     std::string out = "'";
-    for (const char ch : text) out += ch == '\'' ? std::string{"'\\''"} : std::string(1, ch);
+    for (const char ch : text)
+        out += ch == '\'' ? std::string{"'\\''"} : std::string(1, ch);
     return out + "'";
 }
 
@@ -85,7 +87,8 @@ void check_lock_name(const std::string& name, const std::string& what) {
 }
 
 void check_owner_token(const std::string& token) {
-    static const std::regex uuid{R"(^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$)"};
+    static const std::regex uuid{
+        R"(^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$)"};
     if (token.empty()) throw usage_error{"--owner-token: required (or set DLOCK_OWNER_TOKEN)"};
     if (!std::regex_match(token, uuid)) throw usage_error{"--owner-token: not a UUID: \"" + token + "\""};
 }

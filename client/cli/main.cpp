@@ -49,7 +49,9 @@ void print_lease(const lease_view& l, bool json) {
               << "DLOCK_LEASE_UNTIL=" << format_time(l.lease_until) << "\n";
 }
 
-std::string field_text(const pqxx::field& f) { return f.is_null() ? std::string{} : f.as<std::string>(); }
+std::string field_text(const pqxx::field& f) {
+    return f.is_null() ? std::string{} : f.as<std::string>();
+}
 
 std::string duration_field(const pqxx::field& f) {
     if (f.is_null()) return "-";
@@ -65,27 +67,27 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
         return exit_code::unavailable;
     }
     pqxx::nontransaction tx{*conn};
-    const pqxx::result r = tx.exec_params(
-        "SELECT lock_name, state, holder, fencing_token,"
-        " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
-        " renewals, acquisitions, takeovers"
-        " FROM dlock.locks"
-        " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
-        " AND ($3 OR $1 <> '' OR state <> 'free')"
-        " ORDER BY lock_name",
-        name, prefix, all);
+    const pqxx::result r =
+        tx.exec_params("SELECT lock_name, state, holder, fencing_token,"
+                       " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
+                       " renewals, acquisitions, takeovers"
+                       " FROM dlock.locks"
+                       " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
+                       " AND ($3 OR $1 <> '' OR state <> 'free')"
+                       " ORDER BY lock_name",
+                       name, prefix, all);
     if (json) {
         std::cout << "[";
         for (std::size_t i = 0; i < r.size(); ++i) {
             const auto& row = r[i];
             std::cout << (i == 0 ? "\n" : ",\n") << "  {\"lock_name\": " << json_string(field_text(row[0]))
-                      << ", \"state\": " << json_string(field_text(row[1])) << ", \"holder\": "
-                      << (row[2].is_null() ? "null" : json_string(field_text(row[2])))
-                      << ", \"fencing_token\": " << field_text(row[3]) << ", \"held_for_seconds\": "
-                      << (row[4].is_null() ? "null" : field_text(row[4])) << ", \"expires_in_seconds\": "
-                      << (row[5].is_null() ? "null" : field_text(row[5])) << ", \"renewals\": " << field_text(row[6])
-                      << ", \"acquisitions\": " << field_text(row[7]) << ", \"takeovers\": " << field_text(row[8])
-                      << "}";
+                      << ", \"state\": " << json_string(field_text(row[1]))
+                      << ", \"holder\": " << (row[2].is_null() ? "null" : json_string(field_text(row[2])))
+                      << ", \"fencing_token\": " << field_text(row[3])
+                      << ", \"held_for_seconds\": " << (row[4].is_null() ? "null" : field_text(row[4]))
+                      << ", \"expires_in_seconds\": " << (row[5].is_null() ? "null" : field_text(row[5]))
+                      << ", \"renewals\": " << field_text(row[6]) << ", \"acquisitions\": " << field_text(row[7])
+                      << ", \"takeovers\": " << field_text(row[8]) << "}";
         }
         std::cout << (r.empty() ? "]\n" : "\n]\n");
         return exit_code::ok;
@@ -98,7 +100,8 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
                         field_text(row[8])});
     std::vector<std::size_t> width(rows[0].size(), 0);
     for (const auto& row : rows)
-        for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+        for (std::size_t c = 0; c < row.size(); ++c)
+            width[c] = std::max(width[c], row[c].size());
     for (const auto& row : rows) {
         std::string line;
         for (std::size_t c = 0; c < row.size(); ++c) {
@@ -107,7 +110,8 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
             const std::string pad(width[c] - cell.size(), ' ');
             line += (numeric ? pad + cell : cell + pad) + (c + 1 < row.size() ? "  " : "");
         }
-        while (!line.empty() && line.back() == ' ') line.pop_back();
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
         std::cout << line << "\n";
     }
     if (r.empty() && (!name.empty() || !prefix.empty())) std::cerr << "dlock: no such lock\n";
@@ -130,7 +134,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--") == 0) {
             saw_separator = true;
-            for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+            for (int j = i + 1; j < argc; ++j)
+                command.emplace_back(argv[j]);
             parse_argc = i;
             break;
         }
@@ -186,7 +191,8 @@ Examples:
     prefix_opt->excludes(status_name_opt);
     status->add_flag("--json", status_json, "JSON instead of a table");
     status->add_flag("--all", status_all, "also list free locks (default: held and expired leases)");
-    status->footer("Examples:\n  dlock status\n  dlock status nightly-report\n  dlock status --prefix settlement: --json");
+    status->footer(
+        "Examples:\n  dlock status\n  dlock status nightly-report\n  dlock status --prefix settlement: --json");
 
     // acquire
     std::string acq_name, acq_ttl = "30s", acq_wait, acq_holder;

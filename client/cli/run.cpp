@@ -29,7 +29,8 @@ namespace {
 sigset_t run_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+        sigaddset(&set, sig);
     return set;
 }
 
@@ -79,11 +80,15 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     env_strings.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(lease->fencing_token()));
     env_strings.push_back("DLOCK_OWNER_TOKEN=" + lease->owner_token());
     std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.reserve(env_strings.size() + 1);
+    for (auto& s : env_strings)
+        envp.push_back(s.data());
     envp.push_back(nullptr);
     std::vector<std::string> argv_strings = args.command;
     std::vector<char*> argv;
-    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.reserve(argv_strings.size() + 1);
+    for (auto& s : argv_strings)
+        argv.push_back(s.data());
     argv.push_back(nullptr);
 
     int error_pipe[2];
@@ -127,7 +132,7 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     for (;;) {
         const pid_t done = waitpid(child, &wait_status, WNOHANG);
         if (done == child) break;
-        timespec tick{0, 50 * 1000 * 1000};
+        timespec tick{0, 50L * 1000 * 1000};
         siginfo_t info{};
         const int sig = sigtimedwait(&handled, &info, &tick);
         if (sig > 0 && sig != SIGCHLD) kill(-child, sig);

@@ -29,7 +29,8 @@ std::chrono::system_clock::time_point from_epoch(double seconds) noexcept {
 
 void counters::record_wait(std::chrono::steady_clock::duration waited) noexcept {
     std::size_t bucket = 0;
-    while (bucket < metrics::wait_bucket_bounds.size() && waited > metrics::wait_bucket_bounds[bucket]) ++bucket;
+    while (bucket < metrics::wait_bucket_bounds.size() && waited > metrics::wait_bucket_bounds[bucket])
+        ++bucket;
     ++wait_histogram[bucket];
 }
 
@@ -45,7 +46,8 @@ metrics counters::snapshot() const noexcept {
     m.lost = lost;
     m.unknown_outcomes = unknown_outcomes;
     m.retries = retries;
-    for (std::size_t i = 0; i < m.wait_histogram.size(); ++i) m.wait_histogram[i] = wait_histogram[i];
+    for (std::size_t i = 0; i < m.wait_histogram.size(); ++i)
+        m.wait_histogram[i] = wait_histogram[i];
     return m;
 }
 
@@ -60,7 +62,9 @@ session& client_core::caller_session() {
     return *m_session;
 }
 
-void client_core::drop_caller_session() noexcept { m_session.reset(); }
+void client_core::drop_caller_session() noexcept {
+    m_session.reset();
+}
 
 std::string client_core::new_owner_token() {
     std::uint64_t hi = 0;
@@ -70,7 +74,7 @@ std::string client_core::new_owner_token() {
         hi = rng();
         lo = rng();
     }
-    hi = (hi & ~0xF000ULL) | 0x4000ULL;                      // version 4
+    hi = (hi & ~0xF000ULL) | 0x4000ULL;                        // version 4
     lo = (lo & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL; // RFC 4122 variant
     char text[37];
     std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
@@ -84,7 +88,8 @@ std::chrono::milliseconds client_core::backoff(int retry) {
     const auto initial = std::max<std::int64_t>(1, options.retry.initial_backoff.count());
     const auto cap = std::max<std::int64_t>(initial, options.retry.max_backoff.count());
     std::int64_t bound = initial;
-    for (int i = 1; i < retry && bound < cap; ++i) bound *= 2;
+    for (int i = 1; i < retry && bound < cap; ++i)
+        bound *= 2;
     bound = std::min(bound, cap);
     std::lock_guard<std::mutex> guard{rng_mutex};
     return std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{0, bound}(rng)};
@@ -99,7 +104,8 @@ steady_clock::time_point client_core::deadline_for(steady_clock::time_point sent
 
 void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts) {
     lease->ttl = opts.ttl;
-    lease->renew_every = opts.renew_every.count() > 0 ? opts.renew_every : std::max(opts.ttl / 3, std::chrono::milliseconds{1});
+    lease->renew_every =
+        opts.renew_every.count() > 0 ? opts.renew_every : std::max(opts.ttl / 3, std::chrono::milliseconds{1});
     lease->keep_alive = opts.keep_alive;
     lease->renew_only_on_progress = opts.renew_only_on_progress;
     lease->on_lost = opts.on_lost;
@@ -136,9 +142,10 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
             if (wait) {
                 // A negative wait goes to the server as given (it refuses it).
                 const auto left =
-                    wait->count() < 0 ? *wait
-                                      : std::max(std::chrono::milliseconds{0},
-                                                 *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
+                    wait->count() < 0
+                        ? *wait
+                        : std::max(std::chrono::milliseconds{0},
+                                   *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
                 r = tx.exec_prepared(stmt::acquire, name, static_cast<long long>(opts.ttl.count()),
                                      static_cast<long long>(left.count()), owner, lease_holder);
             } else {
@@ -190,11 +197,12 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
 
 client::client(client_options options) : m_core{std::make_shared<internal::client_core>(std::move(options))} {}
 
-client::client(std::string connection_string) : client{[&] {
-    client_options options;
-    options.connection_string = std::move(connection_string);
-    return options;
-}()} {}
+client::client(std::string connection_string)
+    : client{[&] {
+          client_options options;
+          options.connection_string = std::move(connection_string);
+          return options;
+      }()} {}
 
 client::client(client&&) noexcept = default;
 client& client::operator=(client&&) noexcept = default;
@@ -271,8 +279,7 @@ std::optional<grant> client::renew(std::string_view lock_name, std::string_view 
         pqxx::nontransaction tx{s.conn()};
         const pqxx::result r =
             tx.exec_prepared(internal::stmt::renew, name, owner, static_cast<long long>(ttl.count()));
-        if (s.notices().uncertain())
-            throw unknown_outcome_error{"commit of the renewal is only local", name, owner};
+        if (s.notices().uncertain()) throw unknown_outcome_error{"commit of the renewal is only local", name, owner};
         if (r.size() != 1 || r[0][0].is_null()) {
             ++m_core->stats.renewals_refused;
             return std::nullopt;
@@ -337,15 +344,21 @@ bool client::force_release(std::string_view lock_name, std::string_view reason) 
     }
 }
 
-metrics client::metrics() const { return m_core->stats.snapshot(); }
+metrics client::metrics() const {
+    return m_core->stats.snapshot();
+}
 
-const std::string& client::holder() const noexcept { return m_core->holder; }
+const std::string& client::holder() const noexcept {
+    return m_core->holder;
+}
 
 int client::backend_pid() {
     std::lock_guard<std::mutex> guard{m_core->mutex};
     return m_core->caller_session().conn().backendpid();
 }
 
-int client::keep_alive_backend_pid() const { return m_core->watcher.backend_pid(); }
+int client::keep_alive_backend_pid() const {
+    return m_core->watcher.backend_pid();
+}
 
 } // namespace dlock

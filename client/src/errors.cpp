@@ -12,8 +12,7 @@ namespace dlock {
 error::error(const std::string& message, std::string subject, std::string sqlstate)
     : std::runtime_error{message}, m_subject{std::move(subject)}, m_sqlstate{std::move(sqlstate)} {}
 
-unknown_outcome_error::unknown_outcome_error(const std::string& message, std::string subject,
-                                             std::string owner_token)
+unknown_outcome_error::unknown_outcome_error(const std::string& message, std::string subject, std::string owner_token)
     : error{message, std::move(subject)}, m_owner_token{std::move(owner_token)} {}
 
 const char* to_string(outcome value) noexcept {
@@ -42,8 +41,7 @@ namespace {
 // connection exceptions (class 08), the backend terminated by an administrator
 // or a crash (57P01..57P03), and statement_completion_unknown (40003).
 bool is_unknown_sqlstate(const std::string& state) noexcept {
-    return state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03" ||
-           state == "40003";
+    return state.rfind("08", 0) == 0 || state == "57P01" || state == "57P02" || state == "57P03" || state == "40003";
 }
 
 // libpqxx's text is "ERROR:  message\nDETAIL: ...\nHINT: ...\n"; keep it minus
@@ -52,7 +50,8 @@ std::string server_message(const char* what) {
     std::string text{what};
     for (const char* prefix : {"ERROR:  ", "FATAL:  "})
         if (text.rfind(prefix, 0) == 0) text.erase(0, std::strlen(prefix));
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+        text.pop_back();
     return text;
 }
 
@@ -92,8 +91,7 @@ void rethrow_mapped(std::string_view subject_view, std::string_view owner_token)
     } catch (const pqxx::sql_error& e) {
         const std::string state = sqlstate_of(e);
         const std::string message = server_message(e.what());
-        if (is_unknown_sqlstate(state))
-            throw unknown_outcome_error{message, subject, std::string{owner_token}};
+        if (is_unknown_sqlstate(state)) throw unknown_outcome_error{message, subject, std::string{owner_token}};
         if (state == "DL001") throw stale_token_error{message, subject, state};
         if (state == "DL002") throw not_held_error{message, subject, state};
         if (state == "55P03") throw busy_error{message, subject, state};

@@ -67,6 +67,8 @@ public:
     explicit session(const std::string& connection_string);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
+    session(session&&) = delete;
+    session& operator=(session&&) = delete;
     ~session() noexcept;
 
     [[nodiscard]] pqxx::connection& conn() noexcept { return *m_conn; }
@@ -87,8 +89,8 @@ private:
 
 /// The counters behind dlock::metrics.
 struct counters {
-    std::atomic<std::uint64_t> acquisitions{0}, busy{0}, waits{0}, wait_timeouts{0}, renewals{0},
-        renewals_refused{0}, releases{0}, lost{0}, unknown_outcomes{0}, retries{0};
+    std::atomic<std::uint64_t> acquisitions{0}, busy{0}, waits{0}, wait_timeouts{0}, renewals{0}, renewals_refused{0},
+        releases{0}, lost{0}, unknown_outcomes{0}, retries{0};
     std::array<std::atomic<std::uint64_t>, metrics::wait_bucket_bounds.size() + 1> wait_histogram{};
 
     void record_wait(std::chrono::steady_clock::duration waited) noexcept;
@@ -111,7 +113,7 @@ struct lease_state {
 
     mutable std::mutex mutex;
     mutable std::condition_variable changed;
-    steady_clock::time_point deadline;          // guarded by mutex
+    steady_clock::time_point deadline; // guarded by mutex
     std::chrono::system_clock::time_point lease_until;
     steady_clock::time_point next_renew;
     std::optional<loss_reason> loss;
@@ -133,6 +135,8 @@ public:
     explicit keep_alive(client_core& core) noexcept : m_core{core} {}
     keep_alive(const keep_alive&) = delete;
     keep_alive& operator=(const keep_alive&) = delete;
+    keep_alive(keep_alive&&) = delete;
+    keep_alive& operator=(keep_alive&&) = delete;
     ~keep_alive() noexcept;
 
     void add(std::shared_ptr<lease_state> lease);
@@ -161,13 +165,15 @@ struct client_core {
     explicit client_core(client_options opts);
     client_core(const client_core&) = delete;
     client_core& operator=(const client_core&) = delete;
+    client_core(client_core&&) = delete;
+    client_core& operator=(client_core&&) = delete;
     ~client_core() noexcept;
 
     client_options options;
     std::string holder;
     counters stats;
 
-    std::mutex mutex;                  // guards m_session (the caller connection)
+    std::mutex mutex; // guards m_session (the caller connection)
     std::unique_ptr<session> m_session;
     /// The caller session, connecting if needed. Hold `mutex`.
     session& caller_session();

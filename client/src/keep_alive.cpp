@@ -132,8 +132,8 @@ void keep_alive::renew_one(lease_state& lease) noexcept {
     try {
         m_session->notices().reset();
         pqxx::nontransaction tx{m_session->conn()};
-        const pqxx::result r = tx.exec_prepared(stmt::renew, lease.name, lease.owner_token,
-                                                static_cast<long long>(lease.ttl.count()));
+        const pqxx::result r =
+            tx.exec_prepared(stmt::renew, lease.name, lease.owner_token, static_cast<long long>(lease.ttl.count()));
         if (m_session->notices().uncertain()) {
             ++m_core.stats.unknown_outcomes;
             lease.mark_lost(loss_reason::uncertain, false);

@@ -43,12 +43,22 @@ lease& lease::operator=(lease&& other) noexcept {
     return *this;
 }
 
-lease::~lease() noexcept { release(); }
+lease::~lease() noexcept {
+    release();
+}
 
-const std::string& lease::name() const noexcept { return m_state->name; }
-std::int64_t lease::fencing_token() const noexcept { return m_state->fencing_token; }
-const std::string& lease::owner_token() const noexcept { return m_state->owner_token; }
-std::chrono::milliseconds lease::ttl() const noexcept { return m_state->ttl; }
+const std::string& lease::name() const noexcept {
+    return m_state->name;
+}
+std::int64_t lease::fencing_token() const noexcept {
+    return m_state->fencing_token;
+}
+const std::string& lease::owner_token() const noexcept {
+    return m_state->owner_token;
+}
+std::chrono::milliseconds lease::ttl() const noexcept {
+    return m_state->ttl;
+}
 
 steady_clock::time_point lease::deadline() const noexcept {
     std::lock_guard<std::mutex> guard{m_state->mutex};
@@ -82,8 +92,7 @@ bool lease::lost() const noexcept {
 
 std::optional<loss_reason> lease::loss() const noexcept {
     std::lock_guard<std::mutex> guard{m_state->mutex};
-    if (!m_state->loss && !m_state->released && steady_clock::now() >= m_state->deadline)
-        return loss_reason::expired;
+    if (!m_state->loss && !m_state->released && steady_clock::now() >= m_state->deadline) return loss_reason::expired;
     return m_state->loss;
 }
 
@@ -96,7 +105,9 @@ bool lease::wait_lost(std::chrono::milliseconds timeout) const {
     return m_state->loss.has_value() || steady_clock::now() >= m_state->deadline;
 }
 
-void lease::report_progress() noexcept { m_state->progress = true; }
+void lease::report_progress() noexcept {
+    m_state->progress = true;
+}
 
 void lease::stop_keep_alive() noexcept {
     std::lock_guard<std::mutex> guard{m_state->mutex};

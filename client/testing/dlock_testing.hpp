@@ -60,7 +60,8 @@ protected:
     static std::string unique_name(const std::string& stem) {
         static std::mt19937_64 rng{std::random_device{}()};
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        return std::string{info != nullptr ? info->name() : "test"} + "/" + stem + "/" + std::to_string(rng() % 1000000000);
+        return std::string{info != nullptr ? info->name() : "test"} + "/" + stem + "/" +
+               std::to_string(rng() % 1000000000);
     }
 
     /// dlock.locks.state of a name ("free" when it has no row).
@@ -90,9 +91,9 @@ protected:
     /// Terminates a backend and waits until it is gone.
     void terminate_backend(int pid) {
         sql("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
-        ASSERT_TRUE(eventually(
-            [&] { return sql("SELECT 1 FROM pg_stat_activity WHERE pid = " + std::to_string(pid)).empty(); },
-            std::chrono::seconds{5}));
+        ASSERT_TRUE(
+            eventually([&] { return sql("SELECT 1 FROM pg_stat_activity WHERE pid = " + std::to_string(pid)).empty(); },
+                       std::chrono::seconds{5}));
     }
 
     /// Waits until a backend is waiting inside a statement (state active, some wait event).

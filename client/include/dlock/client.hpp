@@ -48,8 +48,7 @@ public:
     /// Takes the lock if it is free or its lease expired; nullopt when another owner
     /// holds a live lease. An unknown outcome is retried with the same owner token
     /// (client_options::retry); when retries run out, throws unknown_outcome_error.
-    [[nodiscard]] std::optional<lease> try_acquire(std::string_view lock_name,
-                                                   const lease_options& options = {});
+    [[nodiscard]] std::optional<lease> try_acquire(std::string_view lock_name, const lease_options& options = {});
 
     /// Like try_acquire, but the server waits up to `wait` for the lock; throws
     /// busy_error when the wait runs out.
@@ -58,8 +57,7 @@ public:
 
     /// try_acquire inside the caller's transaction: the lease exists only if txn
     /// commits. No retries (the caller owns the transaction). nullopt when busy.
-    [[nodiscard]] std::optional<grant> try_acquire(pqxx::transaction_base& txn,
-                                                   std::string_view lock_name,
+    [[nodiscard]] std::optional<grant> try_acquire(pqxx::transaction_base& txn, std::string_view lock_name,
                                                    const lease_options& options = {});
 
     /// Turns a committed grant into a lease object (keep-alive, release on scope exit).

@@ -12,9 +12,8 @@ struct metrics {
     /// Upper bounds (inclusive) of the wait-time histogram buckets; the last bucket
     /// counts everything above the last bound.
     static constexpr std::array<std::chrono::milliseconds, 6> wait_bucket_bounds{
-        std::chrono::milliseconds{1},    std::chrono::milliseconds{10},
-        std::chrono::milliseconds{100},  std::chrono::milliseconds{1000},
-        std::chrono::milliseconds{10000}, std::chrono::milliseconds{60000}};
+        std::chrono::milliseconds{1},    std::chrono::milliseconds{10},    std::chrono::milliseconds{100},
+        std::chrono::milliseconds{1000}, std::chrono::milliseconds{10000}, std::chrono::milliseconds{60000}};
 
     std::uint64_t acquisitions = 0;     ///< leases granted (try_acquire, acquire, in a transaction)
     std::uint64_t busy = 0;             ///< acquires refused because another owner held the lock

@@ -25,9 +25,9 @@ enum class outcome {
 /// How a call with an unknown outcome is retried (only calls that are safe to
 /// repeat: acquire with the same owner token).
 struct retry_policy {
-    int max_attempts = 5;                 ///< attempts in total, including the first
-    milliseconds initial_backoff{50};     ///< upper bound of the first sleep
-    milliseconds max_backoff{2000};       ///< cap of the exponentially growing bound
+    int max_attempts = 5;             ///< attempts in total, including the first
+    milliseconds initial_backoff{50}; ///< upper bound of the first sleep
+    milliseconds max_backoff{2000};   ///< cap of the exponentially growing bound
 };
 
 /// Settings of a client object.

@@ -32,12 +32,10 @@ struct grant {
 
 /// True when fencing_token is the live lease of lock_name; then the lease row is
 /// pinned (cannot be taken over) until the transaction ends.
-[[nodiscard]] bool holds(pqxx::transaction_base& txn, std::string_view lock_name,
-                         std::int64_t fencing_token);
+[[nodiscard]] bool holds(pqxx::transaction_base& txn, std::string_view lock_name, std::int64_t fencing_token);
 
 /// Like holds, but throws not_held_error (DL002) when the lease is not live.
-void assert_holds(pqxx::transaction_base& txn, std::string_view lock_name,
-                  std::int64_t fencing_token);
+void assert_holds(pqxx::transaction_base& txn, std::string_view lock_name, std::int64_t fencing_token);
 
 /// Records fencing_token for resource; throws stale_token_error (DL001) when a
 /// higher token was already accepted for it.
