@@ -127,7 +127,7 @@ rota=$(lsblk -dno ROTA "/dev/$disk_name" 2>/dev/null | tr -d ' ' || true)
 	echo "| memory | $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) |"
 	echo "| PostgreSQL | $(psql -X -At -c 'SELECT version()' | cut -d, -f1), default settings (shared_buffers $(psql -X -At -c 'SHOW shared_buffers'), synchronous_commit $(psql -X -At -c 'SHOW synchronous_commit'), wal_sync_method $(psql -X -At -c 'SHOW wal_sync_method')) |"
 	echo "| Redis | $(redis-server --version | awk '{print $3}' | sed 's/v=//'), default settings |"
-	echo "| disk | $disk_dev ($(df -hT --output=fstype,size "$pg_dir" | tail -n 1 | awk '{print $1 ", " $2}')), /dev/$disk_name$([ "$rota" = 1 ] && echo ', reported rotational (a virtual disk)' || true) |"
+	echo "| disk | $disk_dev ($(df -h --output=fstype,size "$pg_dir" | tail -n 1 | awk '{print $1 ", " $2}')), /dev/$disk_name$([ "$rota" = 1 ] && echo ', reported rotational (a virtual disk)' || true) |"
 	echo "| kernel | $(uname -sr) |"
 	echo "| load average at start | $(cut -d' ' -f1-3 /proc/loadavg) |"
 	echo "| run | bench/run.sh ${cases:+--cases \"$cases\"} --duration $duration --rounds $rounds$([ $quick -eq 1 ] && echo ' --quick' || true) |"

@@ -79,7 +79,9 @@ load(const std::string &path)
 		if (std::find(ord.begin(), ord.end(), f[1]) == ord.end())
 			ord.push_back(f[1]);
 		if (f[3] == "note") {
-			r.notes.push_back("case " + f[0] + ", " + f[1] + ": " + f[4]);
+			std::string n = "case " + f[0] + ", " + f[1] + ": " + f[4];
+			if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end())
+				r.notes.push_back(n);
 			continue;
 		}
 		r.data[f[0]][f[1]][std::stol(f[2])][f[3]] = std::strtod(f[4].c_str(), nullptr);
@@ -206,22 +208,31 @@ verdict(const target &t)
 	return buf;
 }
 
+// a ÷ b, NaN unless both were measured and b is not zero.
+double
+quotient(double a, double b)
+{
+	if (std::isnan(a) || std::isnan(b) || b == 0)
+		return NAN;
+	return a / b;
+}
+
 std::vector<target>
 targets(const results &r, const std::string &sys)
 {
 	std::vector<target> t;
 	std::string label = sys == reference ? "pg_dlock (SQL)" : "pg_dlock (C++ client)";
 	t.push_back({"Case 1: " + label + " pairs/s at 8 clients vs hand-written SQL lease",
-				 r.get("1", sys, 8, "pairs_per_s") / r.get("1", "sql-lease", 8, "pairs_per_s"), 1.5, true, "×",
+				 quotient(r.get("1", sys, 8, "pairs_per_s"), r.get("1", "sql-lease", 8, "pairs_per_s")), 1.5, true, "×",
 				 "pairs/s ÷ pairs/s"});
 	t.push_back({"Case 1: " + label + " acquire p50 at 1 client vs durable one-row UPDATE",
-				 r.get("1", sys, 1, "acq_p50_us") / r.get("1", "floor-update", 1, "acq_p50_us"), 1.15, false, "×",
+				 quotient(r.get("1", sys, 1, "acq_p50_us"), r.get("1", "floor-update", 1, "acq_p50_us")), 1.15, false, "×",
 				 "p50 ÷ p50"});
 	t.push_back({"Case 1: " + label + " release p50 at 1 client vs SELECT 1",
-				 r.get("1", sys, 1, "rel_p50_us") / r.get("1", "floor-select1", 1, "acq_p50_us"), 2.0, false, "×",
+				 quotient(r.get("1", sys, 1, "rel_p50_us"), r.get("1", "floor-select1", 1, "acq_p50_us")), 2.0, false, "×",
 				 "p50 ÷ p50"});
 	t.push_back({"Case 2: " + label + " critical sections/s at 8 clients vs blocking pg_advisory_lock",
-				 r.get("2", sys, 8, "cs_per_s") / r.get("2", "advisory", 8, "cs_per_s"), 0.5, true, "×",
+				 quotient(r.get("2", sys, 8, "cs_per_s"), r.get("2", "advisory", 8, "cs_per_s")), 0.5, true, "×",
 				 "rate ÷ rate"});
 	t.push_back({"Case 2: " + label + " fairness at 8 clients (most ÷ fewest acquisitions)",
 				 r.get("2", sys, 8, "fairness"), 2.0, false, "×", "most ÷ fewest"});
@@ -230,7 +241,7 @@ targets(const results &r, const std::string &sys)
 		if (xs.size() >= 2) {
 			t.push_back({"Case 3: acquire p50 at " + rows_label(xs.back()) + " rows vs " + rows_label(xs.front()) +
 							 " rows",
-						 r.get("3", sys, xs.back(), "acq_p50_us") / r.get("3", sys, xs.front(), "acq_p50_us"), 1.2,
+						 quotient(r.get("3", sys, xs.back(), "acq_p50_us"), r.get("3", sys, xs.front(), "acq_p50_us")), 1.2,
 						 false, "×", "p50 ÷ p50"});
 		}
 		auto cx = r.xs("3c");
@@ -376,10 +387,11 @@ write_report(const report_paths &paths)
 			  "the hand-written lease and Redis retry with exponential backoff (100 µs doubling to 5 ms, with "
 			  "jitter). Handoff = from the holder starting its release to the next holder's acquire returning. "
 			  "Fairness = most ÷ fewest critical sections of one client in a round (worst round shown). Overlaps "
-			  "counts critical sections entered while another client was inside (must be 0).\n\n"
+			  "counts critical sections entered while another client was inside (must be 0); timeouts counts "
+			  "blocking acquires that gave up after 5 s.\n\n"
 		   << "| system | clients | critical sections/s | × pg_dlock | handoff p50 µs | handoff p99 µs | wait p50 µs "
-			  "| most | fewest | fairness | overlaps | errors |\n"
-		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+			  "| most | fewest | fairness | overlaps | timeouts | errors |\n"
+		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (long c : r.xs("2"))
 			for (const auto &sys : r.systems("2")) {
 				if (!has(r, "2", sys))
@@ -391,6 +403,7 @@ write_report(const report_paths &paths)
 				   << num(r.get("2", sys, c, "handoff_p99_us")) << " | " << num(r.get("2", sys, c, "wait_p50_us"))
 				   << " | " << count(r.get("2", sys, c, "most")) << " | " << count(r.get("2", sys, c, "fewest")) << " | "
 				   << num(r.get("2", sys, c, "fairness")) << " | " << count(r.get("2", sys, c, "overlaps")) << " | "
+				   << count(r.get("2", sys, c, "timeouts")) << " | "
 				   << count(r.get("2", sys, c, "errors")) << " |\n";
 			}
 		md << "\n![Case 2: critical sections per second](" << plot_prefix << "case2-contended.png)\n\n";
@@ -478,16 +491,16 @@ write_report(const report_paths &paths)
 		gp_datablock(gp, "c3size", size_cols, size_rows, true);
 		gp << "set output '" << paths.plot_dir << "/case3-scale.png'\n"
 		   << "set title 'Case 3: acquire latency against lock rows (1 client)'\n"
-		   << "set xlabel 'lock rows'; set ylabel 'µs'; set logscale x 10; set key outside right; set grid\n"
-		   << "set yrange [0:*]\n"
+		   << "set xlabel 'lock rows'; set ylabel 'µs (log scale)'; set logscale xy 10; set key outside right\n"
+		   << "set grid; set format x '%.0s%c'; set xrange [500:2000000]\n"
 		   << "plot for [i=2:" << cols.size() + 1 << "] $c3 using (column(1)):i with linespoints lw 2 title "
 		   << "columnheader(i)\n"
 		   << "set output '" << paths.plot_dir << "/case3-size.png'\n"
 		   << "set title 'Case 3: table and index size against lock rows'\n"
-		   << "set ylabel 'MiB'; set logscale xy 10; set autoscale y\n"
+		   << "set ylabel 'MiB (log scale)'; set logscale xy 10; set autoscale y\n"
 		   << "plot for [i=2:" << size_cols.size() + 1
 		   << "] $c3size using (column(1)):i with linespoints lw 2 title columnheader(i)\n"
-		   << "unset logscale; unset xlabel; unset ylabel; unset grid\n";
+		   << "unset logscale; unset xlabel; unset ylabel; unset grid; set format x; set autoscale x\n";
 	}
 	if (r.data.count("3c")) {
 		md << "Churn: the first pass acquires and releases each name once (creating the rows), then clients "
