@@ -18,15 +18,18 @@ TEST_F(keep_alive_test, keeps_a_lease_across_several_ttls) {
     const auto name = unique_name("ka");
     dlock::client c;
     dlock::lease_options o;
-    o.ttl = 1s;
+    o.ttl = 1500ms;
     auto l = c.try_acquire(name, o);
     ASSERT_TRUE(l.has_value());
     const auto token = l->fencing_token();
-    std::this_thread::sleep_for(3500ms);
+    std::this_thread::sleep_for(4600ms); // three ttls and a bit
     EXPECT_TRUE(l->valid());
     EXPECT_EQ(state_of(name), "held");
     EXPECT_GE(c.metrics().renewals, 3u);
     EXPECT_EQ(column_of(name, "fencing_token"), token);
+    // The renewals ran on the keep-alive's own connection, not the caller's.
+    EXPECT_NE(c.keep_alive_backend_pid(), 0);
+    EXPECT_NE(c.keep_alive_backend_pid(), c.backend_pid());
     dlock::client other;
     EXPECT_FALSE(other.try_acquire(name, o).has_value());
 }
@@ -116,7 +119,7 @@ TEST_F(keep_alive_test, renews_only_while_progress_is_reported) {
     const auto name = unique_name("progress");
     dlock::client c;
     dlock::lease_options o;
-    o.ttl = 1s;
+    o.ttl = 1500ms;
     o.renew_only_on_progress = true;
     auto l = c.try_acquire(name, o);
     ASSERT_TRUE(l.has_value());
@@ -127,7 +130,7 @@ TEST_F(keep_alive_test, renews_only_while_progress_is_reported) {
     EXPECT_TRUE(l->valid());
     EXPECT_GE(c.metrics().renewals, 3u);
     // The job hangs: no more progress. The lease must run out within about a ttl.
-    EXPECT_TRUE(l->wait_lost(2s));
+    EXPECT_TRUE(l->wait_lost(3s));
     EXPECT_EQ(l->loss(), dlock::loss_reason::expired);
     EXPECT_TRUE(eventually([&] { return state_of(name) != "held"; }, 2s));
 }
