@@ -23,6 +23,9 @@ ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 endif
 
+# PGXS does not track header dependencies by default.
+$(OBJS): $(HEADERS)
+
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------

@@ -65,7 +65,8 @@ dlock_force_release(PG_FUNCTION_ARGS)
  * Deletes at most max_rows rows of locks free or expired for longer than
  * idle_for, skipping rows another session has locked, and raises the token
  * floor to the highest deleted token so a name that comes back continues
- * above it. Call repeatedly (for example from pg_cron) until it returns 0.
+ * above it. Returns 0 with a NOTICE, changing nothing, while a new name is
+ * being created in an open transaction. Call repeatedly (for example from pg_cron) until it returns 0.
  */
 Datum
 dlock_reap(PG_FUNCTION_ARGS)
@@ -88,10 +89,26 @@ dlock_reap(PG_FUNCTION_ARGS)
 	values[1] = PG_GETARG_DATUM(1);
 
 	SPI_connect();
+
+	/*
+	 * While a new name is being created (its transaction holds the floor
+	 * lock shared), reaping could lower the floor it reads: try again later.
+	 */
+	(void) dlock_execute(PLAN_FLOOR_EXCLUSIVE, NULL, NULL, 1);
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	{
+		SPI_finish();
+		ereport(NOTICE,
+				(errmsg("lock rows were not reaped because new lock names are being created"),
+				 errhint("Call dlock.reap again later.")));
+		PG_RETURN_INT64(0);
+	}
 	if (dlock_execute(PLAN_REAP, values, NULL, 1) != 1)
 		elog(ERROR, "pg_dlock: reap returned no row");
 	reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
+	if (reaped > 0)
+		(void) dlock_execute(PLAN_FLOOR_COMPACT, NULL, NULL, 0);
 	SPI_finish();
 
 	PG_RETURN_INT64(reaped);

@@ -170,6 +170,7 @@ try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				}
 				continue;		/* expired since the UPDATE looked: again */
 			}
+			(void) dlock_execute(PLAN_FLOOR_SHARED, NULL, NULL, 1);
 			if (dlock_execute(PLAN_ACQUIRE_NEW, values, nulls, 1) == 0)
 				continue;		/* another session created it first */
 		}

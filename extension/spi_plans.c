@@ -37,6 +37,12 @@
 	" ELSE ($5 << 40) | ((" old " & 1099511627775) + 1) END"
 
 /* Same owner, lease still live: an acquire being retried */
+/*
+ * Advisory lock key ("dlock" in ASCII) that orders dlock.reap against the
+ * creation of new names; see PLAN_ACQUIRE_NEW and PLAN_REAP.
+ */
+#define DLOCK_FLOOR_LOCK_KEY "431198038891"
+
 #define IS_RETRY "(l.owner_token = $3 AND l.lease_until > pg_catalog.clock_timestamp())"
 
 typedef struct DlockPlanDef
@@ -67,7 +73,11 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		"   l.renewals = 0 AS new_lease, l.taken_over",
 		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
 	},
-	/* KEY SHARE on the floor row waits out a dlock.reap raising it */
+	/*
+	 * A new name starts above every reaped token. The caller holds the
+	 * floor lock in shared mode (PLAN_FLOOR_SHARED, a separate statement so
+	 * that this one's snapshot sees a reap that committed meanwhile).
+	 */
 	[PLAN_ACQUIRE_NEW] = {
 		"INSERT INTO dlock.distributed_lock AS l"
 		" (lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at,"
@@ -75,11 +85,20 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		" SELECT $1, $3, " NEXT_TOKEN("f.reaped_max") ","
 		"  pg_catalog.clock_timestamp() + $2, pg_catalog.clock_timestamp(),"
 		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0"
-		" FROM dlock.token_floor f FOR KEY SHARE"
+		" FROM (SELECT COALESCE(pg_catalog.max(t.reaped_max), 0) AS reaped_max"
+		"       FROM dlock.token_floor t) f"
 		" ON CONFLICT (lock_name) DO NOTHING"
 		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
 		"   true AS new_lease, false AS taken_over",
 		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
+	},
+	[PLAN_FLOOR_SHARED] = {
+		"SELECT pg_catalog.pg_advisory_xact_lock_shared(" DLOCK_FLOOR_LOCK_KEY ")",
+		0, {0}
+	},
+	[PLAN_FLOOR_EXCLUSIVE] = {
+		"SELECT pg_catalog.pg_try_advisory_xact_lock(" DLOCK_FLOOR_LOCK_KEY ")",
+		0, {0}
 	},
 	[PLAN_LEASE_EXPIRY] = {
 		"SELECT l.lease_until, l.owner_token IS NOT NULL"
@@ -141,18 +160,14 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	},
 
 	/*
-	 * The floor row is locked first (skipping if an acquire of a new name
-	 * holds it), so that a name re-created concurrently starts above every
-	 * token deleted here. Rows locked by an acquire are skipped, not waited
-	 * for.
+	 * Caller holds the floor lock exclusively (PLAN_FLOOR_EXCLUSIVE), so no
+	 * new name is being created from the old floor meanwhile. Rows locked by
+	 * an acquire are skipped, not waited for.
 	 */
 	[PLAN_REAP] = {
-		"WITH floor AS ("
-		"  SELECT f.reaped_max FROM dlock.token_floor f FOR UPDATE SKIP LOCKED"
-		"), victims AS ("
+		"WITH victims AS ("
 		"  SELECT l.lock_name FROM dlock.distributed_lock l"
-		"  WHERE EXISTS (SELECT 1 FROM floor)"
-		"    AND (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())"
+		"  WHERE (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())"
 		"    AND COALESCE(l.lease_until, l.updated_at)"
 		"        < pg_catalog.clock_timestamp() - $1"
 		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
@@ -161,12 +176,20 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		"  WHERE l.lock_name = v.lock_name"
 		"  RETURNING l.fencing_seq"
 		"), raised AS ("
-		"  UPDATE dlock.token_floor f"
-		"  SET reaped_max = GREATEST(f.reaped_max, (SELECT pg_catalog.max(fencing_seq) FROM gone))"
-		"  WHERE EXISTS (SELECT 1 FROM gone)"
+		"  INSERT INTO dlock.token_floor (reaped_max, reaped_at)"
+		"  SELECT pg_catalog.max(g.fencing_seq), pg_catalog.clock_timestamp() FROM gone g"
+		"  HAVING pg_catalog.count(*) > 0"
 		"  RETURNING 1"
 		") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone",
 		2, {INTERVALOID, INT4OID}
+	},
+	/* keep only the highest floor row */
+	[PLAN_FLOOR_COMPACT] = {
+		"WITH old AS (DELETE FROM dlock.token_floor RETURNING reaped_max, reaped_at)"
+		" INSERT INTO dlock.token_floor"
+		" SELECT pg_catalog.max(reaped_max), pg_catalog.max(reaped_at) FROM old"
+		" HAVING pg_catalog.count(*) > 0",
+		0, {0}
 	},
 	[PLAN_PURGE_AUDIT] = {
 		"WITH gone AS (DELETE FROM dlock.audit_log a"

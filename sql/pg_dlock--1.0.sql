@@ -49,11 +49,12 @@ COMMENT ON COLUMN dlock.distributed_lock.taken_over IS 'the current lease began 
 
 -- The highest token of any row removed by dlock.reap: a name that comes back
 -- starts above it, so tokens never repeat even after its row was deleted.
+-- The table starts empty (so that pg_restore can load it back) and reap keeps
+-- one row in it.
 CREATE TABLE dlock.token_floor (
-	singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-	reaped_max bigint NOT NULL
+	reaped_max bigint NOT NULL,
+	reaped_at timestamptz NOT NULL
 );
-INSERT INTO dlock.token_floor VALUES (true, 0);
 COMMENT ON TABLE dlock.token_floor IS 'highest fencing token among reaped lock rows';
 
 -- Highest token accepted per fenced resource (dlock.fence).
