@@ -23,6 +23,9 @@ struct aggregate {
 	std::vector<std::int64_t> b;
 	std::vector<std::int64_t> gaps;
 	double rate_sum = 0;
+	double server_cpu_s = 0;
+	double driver_cpu_s = 0;
+	std::uint64_t done = 0;	// operations the CPU figures are divided by
 	int rounds = 0;
 	int errors = 0;
 	std::uint64_t busy = 0;
@@ -115,6 +118,16 @@ put_latency(sink &out, const std::string &case_id, const std::string &sys, long 
 }
 
 void
+put_cpu(sink &out, const std::string &case_id, const std::string &sys, long x, const aggregate &ag)
+{
+	if (ag.done == 0)
+		return;
+	if (!std::isnan(ag.server_cpu_s))
+		out.put(case_id, sys, x, "server_cpu_us", ag.server_cpu_s * 1e6 / static_cast<double>(ag.done));
+	out.put(case_id, sys, x, "driver_cpu_us", ag.driver_cpu_s * 1e6 / static_cast<double>(ag.done));
+}
+
+void
 put_errors(sink &out, const std::string &case_id, const std::string &sys, long x, const aggregate &ag)
 {
 	out.put(case_id, sys, x, "errors", ag.errors);
@@ -139,6 +152,7 @@ case_uncontended(const bench_config &cfg, sink &out)
 				aggregate &ag = aggs[{sys, c}];
 				try {
 					auto ws = open_workers(sys, c, cfg.base);
+					cpu_meter cpu(ws);
 					std::string prefix = "u" + std::to_string(c) + "-";
 					auto r = run_workers(ws, cfg.warmup_s, cfg.duration_s, [&prefix](worker &w, bool m) {
 						std::string name = prefix + std::to_string(w.id) + "-" + std::to_string(w.cursor++ % 64);
@@ -157,10 +171,13 @@ case_uncontended(const bench_config &cfg, sink &out)
 							if (w.session->release_costs_round_trip())
 								w.lat_b.push_back(t2 - t1);
 						}
-					});
+					}, std::ref(cpu));
 					std::size_t before = ag.a.size();
 					collect(ag, ws, r);
 					ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+					ag.server_cpu_s += cpu.server_seconds();
+					ag.driver_cpu_s += cpu.driver_seconds();
+					ag.done += ag.a.size() - before;
 					++ag.rounds;
 				} catch (const std::exception &e) {
 					ag.fail(e.what());
@@ -175,6 +192,7 @@ case_uncontended(const bench_config &cfg, sink &out)
 			aggregate &ag = aggs[{sys, c}];
 			if (ag.rounds > 0)
 				out.put(id, sys, c, "pairs_per_s", ag.rate());
+			put_cpu(out, id, sys, c, ag);
 			put_latency(out, id, sys, c, ag, "acq", "rel");
 			if (ag.busy > 0)
 				out.put(id, sys, c, "busy", static_cast<double>(ag.busy));
@@ -664,6 +682,7 @@ case_keepalive(const bench_config &cfg, sink &out)
 				w.ops = 0;
 			}
 			aggregate &ag = aggs[sys];
+			cpu_meter cpu(ws);
 			auto r = run_workers(ws, cfg.warmup_s, cfg.duration_s, [](worker &w, bool m) {
 				const lease &l = w.leases[w.cursor++ % w.leases.size()];
 				std::int64_t t0 = now_ns();
@@ -671,10 +690,13 @@ case_keepalive(const bench_config &cfg, sink &out)
 					throw std::runtime_error("renew found lease " + l.name + " not held");
 				if (m)
 					w.lat_a.push_back(now_ns() - t0);
-			});
+			}, std::ref(cpu));
 			std::size_t before = ag.a.size();
 			collect(ag, ws, r);
 			ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+			ag.server_cpu_s += cpu.server_seconds();
+			ag.driver_cpu_s += cpu.driver_seconds();
+			ag.done += ag.a.size() - before;
 			++ag.rounds;
 			for (auto &w : ws)
 				if (!w.error.empty())
@@ -704,6 +726,7 @@ case_keepalive(const bench_config &cfg, sink &out)
 		out.put(id, sys, c, "leases", static_cast<double>(leases));
 		if (ag.rounds > 0)
 			out.put(id, sys, c, "renewals_per_s", ag.rate());
+		put_cpu(out, id, sys, c, ag);
 		put_latency(out, id, sys, c, ag, "renew", "unused");
 		put_errors(out, id, sys, c, ag);
 		failed += ag.errors > 0;
@@ -728,7 +751,6 @@ all_variants()
 		{"dlock-sql 1 tx", "dlock-sql", variant::one_tx},
 		{"dlock-sql 3 tx", "dlock-sql", variant::three_tx},
 		{"dlock-sql 3 tx fenced", "dlock-sql", variant::three_tx_fenced},
-		{"dlock-cpp 3 tx", "dlock-cpp", variant::three_tx},
 		{"sql-lease 1 tx", "sql-lease", variant::one_tx},
 		{"sql-lease 3 tx", "sql-lease", variant::three_tx},
 		{"advisory-xact 1 tx", "advisory-xact", variant::one_tx},

@@ -55,6 +55,8 @@ public:
 		return it->second.renew() == dlock::outcome::done;
 	}
 
+	int server_pid() override { return m_client.backend_pid(); }
+
 private:
 	static dlock::client_options client_options(const system_options &opts)
 	{

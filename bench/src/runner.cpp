@@ -31,7 +31,8 @@ percentile_us(std::vector<std::int64_t> &samples, double q)
 }
 
 run_result
-run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, const body_fn &body)
+run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, const body_fn &body,
+			const std::function<void(bool)> &window)
 {
 	std::atomic<int> phase{0};	// 0 warm-up, 1 measured, 2 stop
 	std::vector<std::thread> threads;
@@ -55,11 +56,15 @@ run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, co
 	}
 	auto seconds = [](double s) { return std::chrono::duration<double>(s); };
 	std::this_thread::sleep_for(seconds(warmup_s));
+	if (window)
+		window(true);
 	std::int64_t t0 = now_ns();
 	phase.store(1, std::memory_order_release);
 	std::this_thread::sleep_for(seconds(duration_s));
 	phase.store(2, std::memory_order_release);
 	std::int64_t t1 = now_ns();
+	if (window)
+		window(false);
 	for (auto &t : threads)
 		t.join();
 
@@ -74,6 +79,36 @@ run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, co
 		}
 	}
 	return r;
+}
+
+cpu_meter::cpu_meter(std::vector<worker> &workers)
+{
+	for (auto &w : workers) {
+		int pid = w.session ? w.session->server_pid() : 0;
+		if (pid > 0 && std::find(m_pids.begin(), m_pids.end(), pid) == m_pids.end())
+			m_pids.push_back(pid);
+	}
+}
+
+double
+cpu_meter::server_now() const
+{
+	double sum = 0;
+	for (int pid : m_pids)
+		sum += process_cpu_seconds(pid);
+	return m_pids.empty() ? NAN : sum;
+}
+
+void
+cpu_meter::operator()(bool opening)
+{
+	if (opening) {
+		m_server_at = server_now();
+		m_driver_at = own_cpu_seconds();
+	} else {
+		m_server += server_now() - m_server_at;
+		m_driver += own_cpu_seconds() - m_driver_at;
+	}
 }
 
 std::vector<worker>

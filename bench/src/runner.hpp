@@ -48,7 +48,28 @@ struct run_result {
 
 // Runs body in a loop on every worker's thread. ops counts bodies started in
 // the measured window; a thread that throws stops and counts as an error.
-run_result run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, const body_fn &body);
+// window, when given, is called with true as the measured window opens and
+// with false as it closes.
+run_result run_workers(std::vector<worker> &workers, double warmup_s, double duration_s, const body_fn &body,
+					   const std::function<void(bool)> &window = {});
+
+// CPU time the server processes of a set of workers (their PostgreSQL
+// backends, or redis-server) and this driver spend in measured windows.
+class cpu_meter {
+public:
+	explicit cpu_meter(std::vector<worker> &workers);
+	void operator()(bool opening);
+	[[nodiscard]] double server_seconds() const noexcept { return m_server; }
+	[[nodiscard]] double driver_seconds() const noexcept { return m_driver; }
+
+private:
+	[[nodiscard]] double server_now() const;
+	std::vector<int> m_pids;
+	double m_server = 0;
+	double m_driver = 0;
+	double m_server_at = 0;
+	double m_driver_at = 0;
+};
 
 // Opens one session per client (in parallel); throws the first failure.
 std::vector<worker> open_workers(const std::string &system, int clients, const system_options &base);

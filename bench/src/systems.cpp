@@ -3,8 +3,15 @@
 
 #include "redis.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -15,6 +22,12 @@ std::unique_ptr<lock_session> make_client_session(const system_options &opts);
 #endif
 
 namespace {
+
+int
+backend_pid(pg_conn &c)
+{
+	return static_cast<int>(c.exec("SELECT pg_backend_pid()").int64(0, 0));
+}
 
 std::string
 interval_text(std::chrono::milliseconds ms)
@@ -65,6 +78,12 @@ public:
 	}
 
 	pg_conn *pg() override { return &m_conn; }
+	int server_pid() override
+	{
+		if (m_pid == 0)
+			m_pid = backend_pid(m_conn);
+		return m_pid;
+	}
 
 private:
 	static lease to_lease(const std::string &name, const pg_result &r)
@@ -75,6 +94,7 @@ private:
 	}
 
 	pg_conn m_conn;
+	int m_pid = 0;
 	std::string m_ttl;
 	std::string m_wait;
 };
@@ -125,9 +145,16 @@ public:
 	}
 
 	pg_conn *pg() override { return &m_conn; }
+	int server_pid() override
+	{
+		if (m_pid == 0)
+			m_pid = backend_pid(m_conn);
+		return m_pid;
+	}
 
 private:
 	pg_conn m_conn;
+	int m_pid = 0;
 	std::string m_ttl;
 };
 
@@ -167,9 +194,16 @@ public:
 	bool renew(const lease &) override { throw std::logic_error("advisory locks have no lease to renew"); }
 	bool can_renew() const override { return false; }
 	pg_conn *pg() override { return &m_conn; }
+	int server_pid() override
+	{
+		if (m_pid == 0)
+			m_pid = backend_pid(m_conn);
+		return m_pid;
+	}
 
 private:
 	pg_conn m_conn;
+	int m_pid = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -212,9 +246,16 @@ public:
 	bool can_renew() const override { return false; }
 	bool release_costs_round_trip() const override { return false; }
 	pg_conn *pg() override { return &m_conn; }
+	int server_pid() override
+	{
+		if (m_pid == 0)
+			m_pid = backend_pid(m_conn);
+		return m_pid;
+	}
 
 private:
 	pg_conn m_conn;
+	int m_pid = 0;
 	bool m_in_txn = false;
 };
 
@@ -259,6 +300,18 @@ public:
 		return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	}
 
+	int server_pid() override
+	{
+		if (m_pid == 0) {
+			redis_reply r = m_conn.command({"INFO", "server"});
+			std::string info(r->str, r->len);
+			auto at = info.find("process_id:");
+			if (at != std::string::npos)
+				m_pid = std::atoi(info.c_str() + at + 11);
+		}
+		return m_pid;
+	}
+
 private:
 	std::string load(const char *script)
 	{
@@ -267,6 +320,7 @@ private:
 	}
 
 	redis_conn m_conn;
+	int m_pid = 0;
 	std::string m_ttl;
 	std::string m_release_sha;
 	std::string m_renew_sha;
@@ -308,6 +362,12 @@ public:
 
 	bool release_costs_round_trip() const override { return false; }
 	pg_conn *pg() override { return &m_conn; }
+	int server_pid() override
+	{
+		if (m_pid == 0)
+			m_pid = backend_pid(m_conn);
+		return m_pid;
+	}
 
 private:
 	void op()
@@ -319,6 +379,7 @@ private:
 	}
 
 	pg_conn m_conn;
+	int m_pid = 0;
 	std::string m_slot;
 	bool m_has_param = true;
 };
@@ -445,6 +506,41 @@ advisory_key(const std::string &name) noexcept
 		h *= 1099511628211ULL;
 	}
 	return static_cast<std::int64_t>(h);
+}
+
+double
+process_cpu_seconds(int pid)
+{
+	if (pid <= 0)
+		return NAN;
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string line;
+	if (!std::getline(in, line))
+		return NAN;
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	auto close = line.rfind(')');
+	if (close == std::string::npos)
+		return NAN;
+	const char *p = line.c_str() + close + 2;	// field 3, the state
+	for (int field = 3; field < 14; ++field) {
+		p = std::strchr(p, ' ');
+		if (p == nullptr)
+			return NAN;
+		++p;
+	}
+	char *end = nullptr;
+	double utime = std::strtod(p, &end);
+	double stime = std::strtod(end, nullptr);
+	return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double
+own_cpu_seconds()
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		   static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 }	// namespace bench

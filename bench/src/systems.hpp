@@ -56,6 +56,9 @@ public:
 	// The PostgreSQL connection of the session (for business writes in case 5),
 	// or nullptr when the system is not PostgreSQL.
 	[[nodiscard]] virtual pg_conn *pg() { return nullptr; }
+	// The server process serving this session (a PostgreSQL backend or
+	// redis-server), so the driver can read its CPU time; 0 if unknown.
+	[[nodiscard]] virtual int server_pid() { return 0; }
 
 protected:
 	std::mt19937_64 m_rng{1};
@@ -77,5 +80,11 @@ void prepare_schema(pg_conn &conn);
 
 [[nodiscard]] std::string random_uuid(std::mt19937_64 &rng);
 [[nodiscard]] std::int64_t advisory_key(const std::string &name) noexcept;
+
+// CPU time (user + system) a local process used so far, in seconds; NaN when
+// it cannot be read (another machine, no /proc).
+[[nodiscard]] double process_cpu_seconds(int pid);
+// CPU time of this driver process so far, in seconds.
+[[nodiscard]] double own_cpu_seconds();
 
 }	// namespace bench
