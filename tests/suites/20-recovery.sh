@@ -45,18 +45,6 @@ cleanup
 psql -X -q -h 127.0.0.1 -p "$primary_port" -U postgres -d postgres -c 'CREATE DATABASE recovery'
 on "$primary_port" -c 'CREATE EXTENSION pg_dlock'
 
-# Grant and release many leases with synchronous_commit off in the session:
-# the grants must still be durable. Prints the highest token granted.
-grant_many() {
-	local port=$1 name=$2 count=$3
-	on "$port" <<SQL
-SET synchronous_commit = off;
-SELECT max((dlock.try_acquire('$name', '1 minute', o)).fencing_token)
-  FROM (SELECT gen_random_uuid() AS o FROM generate_series(1, $count)) owners,
-       LATERAL (SELECT dlock.release('$name', owner_token) FROM dlock.lock_owners WHERE lock_name = '$name') r;
-SQL
-}
-
 next_token() {
 	on "$1" -c "SELECT (dlock.try_acquire('$2', '1 millisecond')).fencing_token"
 }
