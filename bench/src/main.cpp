@@ -63,6 +63,10 @@ main(int argc, char **argv)
 		return 2;
 	}
 	std::string command = argv[1];
+	if (command == "--help" || command == "-h" || command == "help") {
+		std::fputs(usage, stdout);
+		return 0;
+	}
 	std::string case_id;
 	int first = 2;
 	if (command == "run") {
