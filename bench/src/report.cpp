@@ -606,6 +606,17 @@ write_report(const report_paths &paths)
 			<< "set datafile missing '?'\n"
 			<< "if (!exists(\"term\")) term = \"pngcairo\"\n"
 			<< "set terminal @term size 1000,560\n"
+			<< "set linetype 1 lc rgb '#1f77b4' pt 7\n"
+			<< "set linetype 2 lc rgb '#17becf' pt 5\n"
+			<< "set linetype 3 lc rgb '#ff7f0e' pt 9\n"
+			<< "set linetype 4 lc rgb '#2ca02c' pt 11\n"
+			<< "set linetype 5 lc rgb '#98df8a' pt 13\n"
+			<< "set linetype 6 lc rgb '#d62728' pt 15\n"
+			<< "set linetype 7 lc rgb '#7f7f7f' pt 4\n"
+			<< "set linetype 8 lc rgb '#000000' pt 6\n"
+			<< "set linetype 9 lc rgb '#9467bd' pt 8\n"
+			<< "set linetype 10 lc rgb '#8c564b' pt 10\n"
+			<< "set linetype cycle 10\n"
 			<< gp.str();
 	}
 	return 0;
