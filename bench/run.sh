@@ -52,7 +52,7 @@ done
 warmup=0.5
 rows=1000,100000,1000000
 churn_cycles=1000000
-churn_max=150
+churn_max=120
 leases=10000
 if [ $quick -eq 1 ]; then
 	duration=${duration:-1}
@@ -102,6 +102,10 @@ for db in bench bench_scale bench_churn; do
 done
 
 log "starting redis-server on 127.0.0.1:$redis_port"
+if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+	echo "run.sh: something already answers on 127.0.0.1:$redis_port (a redis left by an earlier run?)" >&2
+	exit 1
+fi
 rm -rf "$redis_dir"
 mkdir -p "$redis_dir"
 redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
