@@ -35,12 +35,10 @@ PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 
-# Ports 55600-55699 belong to the fault harness.
-PORT_PRIMARY = 55601
-PORT_STANDBY = 55602
-PORT_PROXY = 55603
-PORT_BOUNCER = 55604
-PORT_REPL_PROXY = 55605
+# Ports 55600-55699 belong to the fault harness. They lie inside Linux's
+# ephemeral range, so an outgoing connection may hold one for a while: each
+# scenario takes the first free ones.
+PORT_RANGE = range(55601, 55700)
 
 LOCKS = ["L1", "L2", "L3"]
 LOCK_TIMEOUT_MS = 800
@@ -155,11 +153,27 @@ class Server:
             return None
 
 
+def free_ports(n):
+    """n ports of PORT_RANGE that nothing uses right now."""
+    import socket
+    found = []
+    for port in PORT_RANGE:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    raise RuntimeError("no free ports left in 55601-55699")
+
+
 def make_template():
     """initdb once per harness run; every scenario copies it."""
-    t = Server("template", PORT_PRIMARY)
+    t = Server("template", free_ports(1)[0])
     t.destroy()
-    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(PORT_PRIMARY)], capture_output=True,
+    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(t.port)], capture_output=True,
                        text=True)
     if r.returncode != 0:
         raise RuntimeError(f"could not create the template cluster: {r.stderr}{t.log_tail()}")
@@ -217,7 +231,9 @@ class Run:
         os.makedirs(os.path.join(self.dir, "history"), exist_ok=True)
         self.events = open(os.path.join(self.dir, "events.jsonl"), "w")
         self.workers = {}
-        self.primary = Server(scenario["name"], PORT_PRIMARY)
+        (self.port_primary, self.port_standby, self.port_proxy, self.port_bouncer,
+         self.port_repl_proxy) = free_ports(5)
+        self.primary = Server(scenario["name"], self.port_primary)
         self.standby = None
         self.current = self.primary  # the server the final state is read from
         self.helpers = []  # extra processes (proxies, pgbouncer)
@@ -258,7 +274,7 @@ class Run:
 
     def start_standby(self, sync, via_port=None):
         """A streaming standby by pg_basebackup -R; sync = named in synchronous_standby_names."""
-        sb = Server(self.sc["name"] + "-standby", PORT_STANDBY)
+        sb = Server(self.sc["name"] + "-standby", self.port_standby)
         sb.destroy()
         os.makedirs(sb.dir)
         sb.chown()
@@ -316,7 +332,7 @@ faults = host=127.0.0.1 port={self.primary.port} dbname=faults
 
 [pgbouncer]
 listen_addr = 127.0.0.1
-listen_port = {PORT_BOUNCER}
+listen_port = {self.port_bouncer}
 unix_socket_dir =
 auth_type = trust
 auth_file = {d}/userlist.txt
@@ -336,7 +352,7 @@ pidfile = {d}/pgbouncer.pid
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=open(os.path.join(self.dir, "pgbouncer.stderr"), "w"))
         self.helpers.append(p)
-        wait_port(PORT_BOUNCER)
+        wait_port(self.port_bouncer)
         return p
 
     # --- workers ------------------------------------------------------
@@ -452,6 +468,11 @@ pidfile = {d}/pgbouncer.pid
         for s in (self.primary, self.standby):
             if s is not None:
                 s.crash()
+                try:
+                    shutil.copy(os.path.join(s.dir, "server.log"),
+                                os.path.join(self.dir, os.path.basename(s.dir) + ".log"))
+                except OSError:
+                    pass
                 if not self.h.keep:
                     s.destroy()
 
@@ -501,8 +522,8 @@ def s_delay(run):
     """2. Replies are delayed past the ttl by a TCP delay proxy."""
     run.start_primary()
     control = os.path.join(run.dir, "proxy.control")
-    run.start_proxy(PORT_PROXY, run.primary.port, control)
-    run.start_workers(run.conninfo([PORT_PROXY]))
+    run.start_proxy(run.port_proxy, run.primary.port, control)
+    run.start_workers(run.conninfo([run.port_proxy]))
     run.sleep(1.0)
     while run.fault_window():
         delay_ms = int(run.rng.uniform(1.2, 2.0) * run.ttl_ms)
@@ -622,8 +643,8 @@ def failover(run, sync, async_lag_ms=0):
         # Replication through the delay proxy: what the primary committed in the
         # last async_lag_ms is still in the proxy when the primary dies.
         control = os.path.join(run.dir, "repl-proxy.control")
-        repl_proxy = run.start_proxy(PORT_REPL_PROXY, run.primary.port, control)
-        via = PORT_REPL_PROXY
+        repl_proxy = run.start_proxy(run.port_repl_proxy, run.primary.port, control)
+        via = run.port_repl_proxy
     run.start_standby(sync, via_port=via)
     if async_lag_ms:
         with open(control, "w") as f:
@@ -711,7 +732,7 @@ def s_pgbouncer(run):
     """12. The whole workload through PgBouncer in transaction pooling mode."""
     run.start_primary()
     run.start_pgbouncer()
-    run.start_workers(run.conninfo([PORT_BOUNCER]), per_worker=slow_workers(run))
+    run.start_workers(run.conninfo([run.port_bouncer]), per_worker=slow_workers(run))
     run.sleep(1.0)
     while run.fault_window():
         victims = run.backends()
@@ -892,6 +913,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the server directories")
     ap.add_argument("--pqxx", action="store_true", help="workers use libpqxx, not the client library")
     ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
+    ap.add_argument("--summary-json", help="also write the per-scenario results here")
     args = ap.parse_args()
     h = Harness(args)
     print(f"fault harness: profile {args.profile}, seed {args.seed}, runs in {h.run_root}")
@@ -904,6 +926,9 @@ def main():
     if not args.only:
         with open(args.results, "w") as f:
             f.write(text)
+    if args.summary_json:
+        with open(args.summary_json, "w") as f:
+            json.dump(results, f, indent=2, default=str)
     print()
     print(text)
     return 0 if results and all(r["passed"] for r in results) else 1
