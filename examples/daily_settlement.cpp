@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
             if (lost || !lease->valid()) return 1; // stop writing at once
             pqxx::work w{conn};
             dlock::assert_holds(w, lock_name, lease->fencing_token());
-            dlock::fence(w, "settlement", lease->fencing_token());
+            // Fencing tokens grow per lock name, so the fenced resource is per day too.
+            dlock::fence(w, "settlements/" + day, lease->fencing_token());
             // Next chunk of accounts not yet settled for the day (resumable).
             const auto r = w.exec_params(
                 "INSERT INTO example_settlements (day, account, total, fencing_token)"

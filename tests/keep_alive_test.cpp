@@ -115,6 +115,32 @@ TEST_F(keep_alive_test, refused_renewal_marks_the_lease_lost_at_once) {
     EXPECT_GE(c.metrics().renewals_refused, 1u);
 }
 
+// A renewal that hangs (here: blocked on the lease row, which an admin
+// transaction holds locked -- as a renewal lost in a network partition would
+// hang) must not delay the loss report past the deadline.
+TEST_F(keep_alive_test, loss_is_reported_at_the_deadline_while_a_renewal_hangs) {
+    const auto name = unique_name("hang");
+    dlock::client c;
+    std::promise<dlock::lost_lease> reported;
+    dlock::lease_options o;
+    o.ttl = 1500ms;
+    o.on_lost = [&](const dlock::lost_lease& info) { reported.set_value(info); };
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s)); // renewer connected
+    pqxx::connection blocker_conn;
+    pqxx::work blocker{blocker_conn};
+    blocker.exec_params("SELECT 1 FROM dlock.distributed_lock WHERE lock_name = $1 FOR UPDATE", name);
+    const int renewer = c.keep_alive_backend_pid();
+    ASSERT_TRUE(wait_until_waiting(renewer, "", 3s)) << "the renewal did not block";
+    auto fut = reported.get_future();
+    ASSERT_EQ(fut.wait_for(3s), std::future_status::ready) << "no loss report while the renewal hangs";
+    EXPECT_EQ(fut.get().reason, dlock::loss_reason::expired);
+    EXPECT_FALSE(l->valid());
+    EXPECT_LE(l->deadline(), std::chrono::steady_clock::now());
+    blocker.abort();
+}
+
 TEST_F(keep_alive_test, renews_only_while_progress_is_reported) {
     const auto name = unique_name("progress");
     dlock::client c;

@@ -129,7 +129,9 @@ struct lease_state {
     void renewed(steady_clock::time_point sent, double server_epoch) noexcept;
 };
 
-/// Background renewal and deadline watch for the leases of one client.
+/// Background renewal and deadline watch for the leases of one client: one
+/// thread renews (on its own connection), another watches deadlines and runs
+/// on_lost, so a renewal stuck on the network cannot delay the loss report.
 class keep_alive {
 public:
     explicit keep_alive(client_core& core) noexcept : m_core{core} {}
@@ -140,23 +142,28 @@ public:
     ~keep_alive() noexcept;
 
     void add(std::shared_ptr<lease_state> lease);
-    /// Stops watching the lease; returns after any renewal of it in flight finished.
+    /// Stops watching the lease; returns after a renewal or on_lost call of it
+    /// in flight finished.
     void remove(const lease_state* lease) noexcept;
     void wake() noexcept;
     [[nodiscard]] int backend_pid() const noexcept { return m_backend_pid; }
 
 private:
-    void run() noexcept;
+    void renew_loop() noexcept;
+    void watch_loop() noexcept;
     void renew_one(lease_state& lease) noexcept;
+    [[nodiscard]] bool on_own_thread() const noexcept;
 
     client_core& m_core;
     std::mutex m_mutex;
     std::condition_variable m_cv;
     std::vector<std::shared_ptr<lease_state>> m_leases;
-    const lease_state* m_in_flight = nullptr;
+    const lease_state* m_renewing = nullptr;  // renewal in flight
+    const lease_state* m_reporting = nullptr; // on_lost call in flight
     bool m_stop = false;
-    std::thread m_thread;
-    std::unique_ptr<session> m_session; // used by the keep-alive thread only
+    std::thread m_renewer;
+    std::thread m_watcher;
+    std::unique_ptr<session> m_session; // used by the renewer thread only
     std::atomic<int> m_backend_pid{0};
 };
 

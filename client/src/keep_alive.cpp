@@ -1,10 +1,12 @@
 // keep_alive.cpp -- background renewal and deadline watch.
 //
-// One thread per client, started with the first lease, using its own
-// connection. It renews each lease every renew_every, and marks a lease lost
-// the moment a renewal is refused or uncertain, or its local deadline passes
-// without a confirmed renewal; then it runs the lease's on_lost callback.
-// remove() waits for a renewal in flight, so a released lease is never renewed.
+// Two threads per client, started with its first lease. The renewer renews
+// each lease every renew_every on its own connection and marks a lease lost
+// the moment a renewal is refused or uncertain. The watcher marks a lease lost
+// when its local deadline passes without a confirmed renewal -- even while the
+// renewer is stuck in a renewal the network swallowed -- and runs on_lost.
+// remove() waits for a renewal or callback of the lease in flight, so a
+// released lease is never renewed and its callback never runs afterwards.
 #include <algorithm>
 
 #include "internal.hpp"
@@ -17,18 +19,25 @@ keep_alive::~keep_alive() noexcept {
         m_stop = true;
     }
     m_cv.notify_all();
-    if (m_thread.joinable()) {
-        if (m_thread.get_id() == std::this_thread::get_id())
-            m_thread.detach(); // last owner dropped inside an on_lost callback
+    for (std::thread* t : {&m_renewer, &m_watcher}) {
+        if (!t->joinable()) continue;
+        if (t->get_id() == std::this_thread::get_id())
+            t->detach(); // last owner dropped inside an on_lost callback
         else
-            m_thread.join();
+            t->join();
     }
+}
+
+bool keep_alive::on_own_thread() const noexcept {
+    const auto self = std::this_thread::get_id();
+    return self == m_renewer.get_id() || self == m_watcher.get_id();
 }
 
 void keep_alive::add(std::shared_ptr<lease_state> lease) {
     std::lock_guard<std::mutex> guard{m_mutex};
     m_leases.push_back(std::move(lease));
-    if (!m_thread.joinable()) m_thread = std::thread{[this] { run(); }};
+    if (!m_watcher.joinable()) m_watcher = std::thread{[this] { watch_loop(); }};
+    if (!m_renewer.joinable()) m_renewer = std::thread{[this] { renew_loop(); }};
     m_cv.notify_all();
 }
 
@@ -37,8 +46,8 @@ void keep_alive::remove(const lease_state* lease) noexcept {
     m_leases.erase(std::remove_if(m_leases.begin(), m_leases.end(),
                                   [lease](const std::shared_ptr<lease_state>& l) { return l.get() == lease; }),
                    m_leases.end());
-    if (std::this_thread::get_id() == m_thread.get_id()) return; // called from on_lost
-    m_cv.wait(lock, [&] { return m_in_flight != lease; });
+    if (on_own_thread()) return; // called from on_lost
+    m_cv.wait(lock, [&] { return m_renewing != lease && m_reporting != lease; });
 }
 
 void keep_alive::wake() noexcept {
@@ -46,13 +55,12 @@ void keep_alive::wake() noexcept {
     m_cv.notify_all();
 }
 
-void keep_alive::run() noexcept {
+void keep_alive::watch_loop() noexcept {
     std::unique_lock<std::mutex> lock{m_mutex};
     while (!m_stop) {
         const auto now = steady_clock::now();
         auto wake_at = now + std::chrono::hours{1};
         std::shared_ptr<lease_state> due;
-        bool report = false;
         for (const auto& l : m_leases) {
             std::unique_lock<std::mutex> lease_lock{l->mutex};
             if (l->released) continue;
@@ -65,47 +73,67 @@ void keep_alive::run() noexcept {
                 if (!l->loss_reported) {
                     l->loss_reported = true;
                     due = l;
-                    report = true;
                     break;
                 }
                 continue;
             }
-            const bool renewing = l->keep_alive && !l->keep_alive_stopped;
-            if (renewing && now >= l->next_renew) {
-                due = l;
-                break;
-            }
             wake_at = std::min(wake_at, l->deadline);
-            if (renewing) wake_at = std::min(wake_at, l->next_renew);
         }
         if (!due) {
             m_cv.wait_until(lock, wake_at);
             continue;
         }
-        m_in_flight = due.get();
+        m_reporting = due.get();
         lock.unlock();
-        if (report) {
-            if (due->on_lost) {
-                lost_lease info;
-                info.lock_name = due->name;
-                info.fencing_token = due->fencing_token;
-                {
-                    std::lock_guard<std::mutex> guard{due->mutex};
-                    info.reason = *due->loss;
-                }
-                try {
-                    due->on_lost(info);
-                } catch (...) { // NOLINT(bugprone-empty-catch): a callback must not kill the keep-alive
-                }
+        if (due->on_lost) {
+            lost_lease info;
+            info.lock_name = due->name;
+            info.fencing_token = due->fencing_token;
+            {
+                std::lock_guard<std::mutex> guard{due->mutex};
+                info.reason = *due->loss;
             }
-        } else {
-            renew_one(*due);
+            try {
+                due->on_lost(info);
+            } catch (...) { // NOLINT(bugprone-empty-catch): a callback must not kill the watcher
+            }
         }
         due.reset();
         lock.lock();
-        m_in_flight = nullptr;
+        m_reporting = nullptr;
         m_cv.notify_all();
     }
+}
+
+void keep_alive::renew_loop() noexcept {
+    std::unique_lock<std::mutex> lock{m_mutex};
+    while (!m_stop) {
+        const auto now = steady_clock::now();
+        auto wake_at = now + std::chrono::hours{1};
+        std::shared_ptr<lease_state> due;
+        for (const auto& l : m_leases) {
+            std::lock_guard<std::mutex> lease_lock{l->mutex};
+            if (l->released || l->loss || !l->keep_alive || l->keep_alive_stopped) continue;
+            if (now >= l->deadline) continue; // the watcher reports it
+            if (now >= l->next_renew) {
+                due = l;
+                break;
+            }
+            wake_at = std::min(wake_at, l->next_renew);
+        }
+        if (!due) {
+            m_cv.wait_until(lock, wake_at);
+            continue;
+        }
+        m_renewing = due.get();
+        lock.unlock();
+        renew_one(*due);
+        due.reset();
+        lock.lock();
+        m_renewing = nullptr;
+        m_cv.notify_all();
+    }
+    lock.unlock();
     m_session.reset();
 }
 
@@ -122,7 +150,7 @@ void keep_alive::renew_one(lease_state& lease) noexcept {
             m_session = std::make_unique<session>(m_core.options.connection_string);
             m_backend_pid = m_session->conn().backendpid();
         } catch (...) {
-            // Nothing sent; try again soon (the deadline watch decides when it is too late).
+            // Nothing sent; try again soon (the watcher decides when it is too late).
             std::lock_guard<std::mutex> guard{lease.mutex};
             lease.next_renew = now + std::min(lease.renew_every, std::chrono::milliseconds{250});
             return;
@@ -136,10 +164,10 @@ void keep_alive::renew_one(lease_state& lease) noexcept {
             tx.exec_prepared(stmt::renew, lease.name, lease.owner_token, static_cast<long long>(lease.ttl.count()));
         if (m_session->notices().uncertain()) {
             ++m_core.stats.unknown_outcomes;
-            lease.mark_lost(loss_reason::uncertain, false);
+            lease.mark_lost(loss_reason::uncertain, true);
         } else if (r.size() != 1 || r[0][0].is_null()) {
             ++m_core.stats.renewals_refused;
-            lease.mark_lost(loss_reason::refused, false);
+            lease.mark_lost(loss_reason::refused, true);
         } else {
             lease.renewed(sent, r[0][0].as<double>());
         }
@@ -148,10 +176,10 @@ void keep_alive::renew_one(lease_state& lease) noexcept {
             m_session.reset();
             m_backend_pid = 0;
             ++m_core.stats.unknown_outcomes;
-            lease.mark_lost(loss_reason::uncertain, false);
+            lease.mark_lost(loss_reason::uncertain, true);
         } else {
             ++m_core.stats.renewals_refused;
-            lease.mark_lost(loss_reason::refused, false);
+            lease.mark_lost(loss_reason::refused, true);
         }
     }
 }

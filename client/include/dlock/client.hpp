@@ -26,9 +26,11 @@ struct client_core;
 /// A client of the pg_dlock extension.
 ///
 /// It owns one connection for the caller's calls (acquire, release, explicit
-/// renew) and, once a lease asks for keep-alive, a second connection used only
-/// by its keep-alive thread, so renewals never wait behind the caller's queries
-/// and never share a libpqxx connection with another thread.
+/// renew) and, once it grants a lease, a keep-alive made of two threads: a
+/// renewer with a second connection of its own (renewals never wait behind the
+/// caller's queries and never share a libpqxx connection with another thread),
+/// and a watcher that reports a lease lost at its deadline even while a renewal
+/// is stuck on the network.
 ///
 /// Thread safety: a client may be shared between threads; its calls are
 /// serialized on its connection. Leases keep what they need alive, so a lease

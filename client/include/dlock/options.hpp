@@ -71,7 +71,7 @@ struct lease_options {
     /// Renew only when the work called lease::report_progress() since the last
     /// renewal, so a hung job loses its lease instead of holding it forever.
     bool renew_only_on_progress = false;
-    /// Runs once, on the keep-alive thread, when the lease is marked lost. Keep it
+    /// Runs once, on the keep-alive's watcher thread, when the lease is marked lost. Keep it
     /// short; it must not block on the lease's own thread.
     std::function<void(const lost_lease&)> on_lost;
     /// Overrides client_options::holder when not empty.
