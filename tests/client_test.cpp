@@ -106,6 +106,26 @@ TEST_F(client_test, acquire_with_wait_gets_the_lock_when_it_is_released) {
     EXPECT_EQ(b.metrics().wait_timeouts, 0u);
 }
 
+// A client shared by threads: a call waiting in the server does not hold up
+// another thread's release on the same client.
+TEST_F(client_test, waiting_acquire_does_not_hold_up_a_release_on_the_same_client) {
+    const auto busy_name = unique_name("busy");
+    const auto mine_name = unique_name("mine");
+    dlock::client other;
+    auto busy = other.try_acquire(busy_name, ttl(30s));
+    ASSERT_TRUE(busy.has_value());
+    dlock::client c;
+    auto mine = c.try_acquire(mine_name, ttl(30s));
+    ASSERT_TRUE(mine.has_value());
+    auto waiting = std::async(std::launch::async, [&] { return c.acquire(busy_name, 5s, ttl(30s)); });
+    ASSERT_TRUE(eventually([&] { return c.metrics().waits == 1; }, 2s));
+    EXPECT_EQ(mine->release(), dlock::outcome::done);
+    EXPECT_EQ(state_of(mine_name), "free");
+    EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "the release waited for the acquire";
+    EXPECT_EQ(busy->release(), dlock::outcome::done);
+    EXPECT_TRUE(waiting.get().valid());
+}
+
 // The client deadline must never be later than the server's lease_until minus
 // the round trip of the query that observed it (measured from its send time).
 TEST_F(client_test, deadline_is_never_later_than_server_lease_until_minus_round_trip) {

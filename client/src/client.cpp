@@ -57,12 +57,25 @@ client_core::client_core(client_options opts)
 
 client_core::~client_core() noexcept = default;
 
-session& client_core::caller_session() {
-    if (!m_session) m_session = std::make_unique<session>(options.connection_string);
-    return *m_session;
+checked_out::checked_out(client_core& core) : m_core{core} {
+    {
+        std::lock_guard<std::mutex> guard{core.mutex};
+        if (!core.idle.empty()) {
+            m_session = std::move(core.idle.back());
+            core.idle.pop_back();
+        }
+    }
+    if (!m_session) m_session = std::make_unique<session>(core.options.connection_string);
 }
 
-void client_core::drop_caller_session() noexcept {
+checked_out::~checked_out() noexcept {
+    if (!m_session) return;
+    try {
+        std::lock_guard<std::mutex> guard{m_core.mutex};
+        constexpr std::size_t max_idle = 4;
+        if (m_core.idle.size() < max_idle) m_core.idle.push_back(std::move(m_session));
+    } catch (...) { // NOLINT(bugprone-empty-catch): closing the session instead is fine
+    }
     m_session.reset();
 }
 
@@ -132,10 +145,10 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
             ++stats.retries;
             std::this_thread::sleep_for(backoff(attempt));
         }
-        std::lock_guard<std::mutex> guard{mutex};
+        std::optional<checked_out> held;
         const auto sent = steady_clock::now();
         try {
-            session& s = caller_session();
+            session& s = *held.emplace(*this);
             s.notices().reset();
             pqxx::nontransaction tx{s.conn()};
             pqxx::result r;
@@ -176,7 +189,7 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
             if (!uncertain) throw;
         } catch (const std::exception& e) {
             if (is_unknown_outcome(e)) {
-                drop_caller_session();
+                if (held) held->discard();
                 ++stats.unknown_outcomes;
                 uncertain = true;
                 continue;
@@ -271,10 +284,10 @@ std::optional<grant> client::renew(std::string_view lock_name, std::string_view 
                                    std::chrono::milliseconds ttl) {
     const std::string name{lock_name};
     const std::string owner{owner_token};
-    std::lock_guard<std::mutex> guard{m_core->mutex};
+    std::optional<internal::checked_out> held;
     const auto sent = steady_clock::now();
     try {
-        internal::session& s = m_core->caller_session();
+        internal::session& s = *held.emplace(*m_core);
         s.notices().reset();
         pqxx::nontransaction tx{s.conn()};
         const pqxx::result r =
@@ -294,7 +307,7 @@ std::optional<grant> client::renew(std::string_view lock_name, std::string_view 
         return g;
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) {
-            m_core->drop_caller_session();
+            if (held) held->discard();
             ++m_core->stats.unknown_outcomes;
         }
         internal::rethrow_mapped(name, owner);
@@ -302,9 +315,9 @@ std::optional<grant> client::renew(std::string_view lock_name, std::string_view 
 }
 
 outcome client::release(std::string_view lock_name, std::string_view owner_token) noexcept {
+    std::optional<internal::checked_out> held;
     try {
-        std::lock_guard<std::mutex> guard{m_core->mutex};
-        internal::session& s = m_core->caller_session();
+        internal::session& s = *held.emplace(*m_core);
         pqxx::nontransaction tx{s.conn()};
         const pqxx::result r =
             tx.exec_prepared(internal::stmt::release, std::string{lock_name}, std::string{owner_token});
@@ -317,27 +330,25 @@ outcome client::release(std::string_view lock_name, std::string_view owner_token
         return outcome::unknown;
     } catch (const std::exception& e) {
         if (!internal::is_unknown_outcome(e)) return outcome::refused;
-        try {
-            std::lock_guard<std::mutex> guard{m_core->mutex};
-            m_core->drop_caller_session();
-        } catch (...) { // NOLINT(bugprone-empty-catch)
-        }
+        if (held) held->discard();
         ++m_core->stats.unknown_outcomes;
+        return outcome::unknown;
+    } catch (...) {
         return outcome::unknown;
     }
 }
 
 bool client::force_release(std::string_view lock_name, std::string_view reason) {
     const std::string name{lock_name};
-    std::lock_guard<std::mutex> guard{m_core->mutex};
+    std::optional<internal::checked_out> held;
     try {
-        internal::session& s = m_core->caller_session();
+        internal::session& s = *held.emplace(*m_core);
         pqxx::nontransaction tx{s.conn()};
         const pqxx::result r = tx.exec_prepared(internal::stmt::force_release, name, std::string{reason});
         return r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>();
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) {
-            m_core->drop_caller_session();
+            if (held) held->discard();
             ++m_core->stats.unknown_outcomes;
         }
         internal::rethrow_mapped(name);
@@ -353,8 +364,8 @@ const std::string& client::holder() const noexcept {
 }
 
 int client::backend_pid() {
-    std::lock_guard<std::mutex> guard{m_core->mutex};
-    return m_core->caller_session().conn().backendpid();
+    internal::checked_out s{*m_core};
+    return s->conn().backendpid();
 }
 
 int client::keep_alive_backend_pid() const {

@@ -180,12 +180,8 @@ struct client_core {
     std::string holder;
     counters stats;
 
-    std::mutex mutex; // guards m_session (the caller connection)
-    std::unique_ptr<session> m_session;
-    /// The caller session, connecting if needed. Hold `mutex`.
-    session& caller_session();
-    /// Forgets the caller session after it broke. Hold `mutex`.
-    void drop_caller_session() noexcept;
+    std::mutex mutex;                           // guards idle
+    std::vector<std::unique_ptr<session>> idle; // caller sessions not in use
 
     std::mutex rng_mutex;
     std::mt19937_64 rng;
@@ -203,6 +199,29 @@ struct client_core {
     void attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts);
 
     keep_alive watcher{*this}; // last: stopped first
+};
+
+/// A caller session checked out of the client's pool for one call, so calls
+/// from several threads do not wait for each other (a waiting acquire does
+/// not hold up a release). It goes back to the pool when destroyed, unless
+/// discarded after it broke.
+class checked_out {
+public:
+    /// Takes an idle session or connects a new one; throws connection_error.
+    explicit checked_out(client_core& core);
+    checked_out(const checked_out&) = delete;
+    checked_out& operator=(const checked_out&) = delete;
+    checked_out(checked_out&&) = delete;
+    checked_out& operator=(checked_out&&) = delete;
+    ~checked_out() noexcept;
+
+    [[nodiscard]] session& operator*() noexcept { return *m_session; }
+    [[nodiscard]] session* operator->() noexcept { return m_session.get(); }
+    void discard() noexcept { m_session.reset(); }
+
+private:
+    client_core& m_core;
+    std::unique_ptr<session> m_session;
 };
 
 /// Converts a server epoch (seconds) to a system_clock time point.

@@ -121,10 +121,10 @@ outcome lease::renew() {
         std::lock_guard<std::mutex> guard{s.mutex};
         if (s.released || s.loss) return outcome::refused;
     }
-    std::lock_guard<std::mutex> guard{core.mutex};
+    std::optional<internal::checked_out> held;
     const auto sent = steady_clock::now();
     try {
-        internal::session& session = core.caller_session();
+        internal::session& session = *held.emplace(core);
         session.notices().reset();
         pqxx::nontransaction tx{session.conn()};
         const pqxx::result r =
@@ -146,7 +146,7 @@ outcome lease::renew() {
         return outcome::unknown;
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) {
-            core.drop_caller_session();
+            if (held) held->discard();
             ++core.stats.unknown_outcomes;
             s.mark_lost(loss_reason::uncertain, true);
             return outcome::unknown;
@@ -167,11 +167,11 @@ outcome lease::release() noexcept {
     state->changed.notify_all();
     core.watcher.remove(state.get()); // no renewal of it is in flight after this
     try {
-        std::lock_guard<std::mutex> guard{core.mutex};
         // One reconnect when the connection had broken since the last call.
         for (int attempt = 0; attempt < 2; ++attempt) {
+            std::optional<internal::checked_out> held;
             try {
-                internal::session& session = core.caller_session();
+                internal::session& session = *held.emplace(core);
                 pqxx::nontransaction tx{session.conn()};
                 const pqxx::result r = tx.exec_prepared(internal::stmt::release, state->name, state->owner_token);
                 if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
@@ -183,7 +183,7 @@ outcome lease::release() noexcept {
                 return outcome::unknown;
             } catch (const std::exception& e) {
                 if (!internal::is_unknown_outcome(e)) return outcome::refused;
-                core.drop_caller_session();
+                if (held) held->discard();
                 ++core.stats.unknown_outcomes;
             }
         }

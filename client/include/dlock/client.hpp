@@ -32,8 +32,9 @@ struct client_core;
 /// and a watcher that reports a lease lost at its deadline even while a renewal
 /// is stuck on the network.
 ///
-/// Thread safety: a client may be shared between threads; its calls are
-/// serialized on its connection. Leases keep what they need alive, so a lease
+/// Thread safety: a client may be shared between threads. Each call takes a
+/// caller connection from a small pool (one per concurrent call, up to four
+/// kept idle), so a call waiting in the server holds up no other thread. Leases keep what they need alive, so a lease
 /// may outlive the client object that granted it.
 class client {
 public:
