@@ -36,6 +36,7 @@ Scenario extras (scenario.json "checks"):
   converge            every uncertain acquire is resolved by a retry with the
                       same owner token; a retry soon after a reply keeps its token
   min_unknown         the fault must have produced at least this many unknowns
+  min_stale_refusals  ... and at least this many late writes refused by the fencing
 
 Any operation that failed with an error the faults cannot explain (anything
 but lost connections, cancels, timeouts, a read-only server or serialization
@@ -337,11 +338,8 @@ def check_local_belief(ops, res):
         if op.op == "write" and op.local_valid and op.result == "refused" \
                 and op.why in ("not_held", "DL001", "DL002"):
             wrong += 1
-            if wrong <= 5:
-                res.flag("extra", f"{op.res}: {op.worker} op {op.id} believed its lease valid "
-                                  f"(client clock) but the server had ended it ({op.why})")
-    if wrong > 5:
-        res.flag("extra", f"... and {wrong - 5} more writes with a wrong local lease belief")
+            res.flag("extra", f"{op.res}: {op.worker} op {op.id} believed its lease valid "
+                              f"(client clock) but the server had ended it ({op.why})")
     res.info["local_belief_wrong"] = wrong
 
 
@@ -432,6 +430,10 @@ def check_run(run_dir):
     if unknown < checks.get("min_unknown", 0):
         res.flag("extra", f"only {unknown} unknown outcomes; the fault did not bite "
                           f"(at least {checks['min_unknown']} expected)")
+    late_refused = sum(1 for o in completed if o.op == "write" and o.result == "refused"
+                       and o.why in ("not_held", "DL001", "DL002"))
+    if late_refused < checks.get("min_stale_refusals", 0):
+        res.flag("extra", "no late write was refused: the fault never reached the fencing")
     acquired = sum(1 for o in completed if o.op == "acquire" and o.result == "ok")
     writes_ok = sum(1 for o in completed if o.op == "write" and o.result == "ok")
     if acquired == 0 or writes_ok == 0:
@@ -444,7 +446,7 @@ def check_run(run_dir):
         "operations": len(completed),
         "acquired": acquired,
         "writes_ok": writes_ok,
-        "writes_refused": sum(1 for o in completed if o.op == "write" and o.result == "refused"),
+        "writes_refused": late_refused,
         "faults": sum(1 for e in events if e.get("ev") == "fault_start"),
         "unknown": unknown,
         "violations": res.count(),

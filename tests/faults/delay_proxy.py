@@ -4,8 +4,9 @@
 Forwards every connection made to --listen to --target. Each chunk read from
 one side is written to the other after the delay in force when it was read,
 in order. The delays are read from the control file (two numbers: server-to-
-client ms, client-to-server ms), re-read whenever it changes, so the fault
-harness can delay replies past a lease's ttl and take the delay away again.
+client ms, client-to-server ms), re-read whenever it changes (write it to a
+temporary file and rename it over the control file), so the fault harness can
+delay replies past a lease's ttl and take the delay away again.
 
 Usage: delay_proxy.py --listen PORT --target PORT --control FILE
 """
@@ -29,9 +30,11 @@ class Control:
         except FileNotFoundError:
             self.down_ms = self.up_ms = 0
             return
-        if st.st_mtime_ns == self.mtime:
+        # Writers replace the file by rename, so a new inode means new content.
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if stamp == self.mtime:
             return
-        self.mtime = st.st_mtime_ns
+        self.mtime = stamp
         try:
             with open(self.path, encoding="ascii") as f:
                 parts = f.read().split()

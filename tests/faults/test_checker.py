@@ -232,6 +232,13 @@ class CheckerTest(unittest.TestCase):
         h.acquire("w2", 33, 34, "L2", "v", 4)
         self.assertEqual(h.check()["violations"], 0)
 
+    def test_min_stale_refusals(self):
+        self.assertEqual(clean_history(checks={"min_stale_refusals": 1}).check()["violations"], 0)
+        h = History(checks={"min_stale_refusals": 1})
+        h.acquire("w1", 0, 1, "L1", "a", 1)
+        h.write("w1", 2, 3, "L1", 1, 0, 1)
+        self.assertOnly(h.check(), "extra")
+
     def test_min_unknown(self):
         s = clean_history(checks={"min_unknown": 1}).check()
         self.assertOnly(s, "extra")

@@ -21,7 +21,7 @@ struct lock_settings {
     std::string conninfo;
     std::string worker_id;
     double drift_allowance = 0.05;
-    std::chrono::milliseconds safety_margin{20};
+    std::chrono::milliseconds safety_margin{50};
 };
 
 /// Holds at most one lease at a time (the worker's current one).

@@ -133,7 +133,7 @@ public:
     explicit worker(const options& o)
         : m_opt(o),
           m_history(o.history),
-          m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{20}}, o.force_pqxx)),
+          m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{50}}, o.force_pqxx)),
           m_data(o.conninfo, "faults-" + o.id + "-data"),
           m_rng(o.seed ? o.seed : std::random_device{}())
     {
@@ -226,7 +226,7 @@ private:
         const std::int64_t token = got.token;
         if (m_opt.use_lease) {
             // Use the lease almost to its local end, the way a careful client does.
-            const auto margin = milliseconds{m_opt.ttl_ms / 20};
+            const auto margin = milliseconds{m_opt.ttl_ms / 10};
             const auto left = m_locks->time_left();
             if (left > margin)
                 pause(left - margin);
