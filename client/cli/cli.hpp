@@ -55,7 +55,7 @@ struct run_args {
     std::vector<std::string> command;
 };
 
-/// Blocks the signals `dlock run` handles in every thread created afterwards.
+/// Blocks the signals `dlock run` handles (in the calling thread).
 void block_run_signals();
 /// dlock run: acquire, run COMMAND under the lease, release. Returns the exit status.
 [[nodiscard]] int run_under_lease(dlock::client& client, const run_args& args);

@@ -255,7 +255,6 @@ Examples:
 
     try {
         if (run->parsed()) {
-            block_run_signals(); // before any thread exists
             auto client = make_client(dsn);
             return run_under_lease(client, ra);
         }

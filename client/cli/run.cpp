@@ -71,6 +71,11 @@ int run_under_lease(dlock::client& client, const run_args& args) {
         return args.conflict_exit_code;
     }
 
+    // Until here SIGINT/SIGTERM simply end dlock (the server drops a wait of a
+    // client that went away). From here on they are forwarded; the library's
+    // threads block all signals, so this thread is the one that sees them.
+    block_run_signals();
+
     // Everything the child needs is prepared before fork: after it, the child
     // may only exec (the keep-alive thread exists in this process).
     std::vector<std::string> env_strings;

@@ -7,6 +7,9 @@
 // renewer is stuck in a renewal the network swallowed -- and runs on_lost.
 // remove() waits for a renewal or callback of the lease in flight, so a
 // released lease is never renewed and its callback never runs afterwards.
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 
 #include "internal.hpp"
@@ -36,8 +39,22 @@ bool keep_alive::on_own_thread() const noexcept {
 void keep_alive::add(std::shared_ptr<lease_state> lease) {
     std::lock_guard<std::mutex> guard{m_mutex};
     m_leases.push_back(std::move(lease));
-    if (!m_watcher.joinable()) m_watcher = std::thread{[this] { watch_loop(); }};
-    if (!m_renewer.joinable()) m_renewer = std::thread{[this] { renew_loop(); }};
+    if (!m_watcher.joinable() || !m_renewer.joinable()) {
+        // The threads inherit a mask that blocks every signal: process signals
+        // go to the application's threads, never to the library's.
+        sigset_t all;
+        sigset_t previous;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &previous);
+        try {
+            if (!m_watcher.joinable()) m_watcher = std::thread{[this] { watch_loop(); }};
+            if (!m_renewer.joinable()) m_renewer = std::thread{[this] { renew_loop(); }};
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+            throw;
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    }
     m_cv.notify_all();
 }
 

@@ -25,6 +25,16 @@ session::session(const std::string& connection_string) {
         throw connection_error{std::string{"could not connect: "} + e.what(), {}};
     }
     m_watch = std::make_unique<notice_watch>(*m_conn, true);
+    try {
+        // A server-side wait (dlock.acquire) ends soon after this client goes
+        // away, instead of taking the lock for nobody. Best effort: older
+        // servers do not know the setting.
+        pqxx::nontransaction tx{*m_conn};
+        tx.exec("SET client_connection_check_interval = 1000");
+    } catch (const pqxx::broken_connection& e) {
+        throw connection_error{std::string{"could not connect: "} + e.what(), {}};
+    } catch (const std::exception&) { // NOLINT(bugprone-empty-catch)
+    }
     m_conn->prepare(stmt::try_acquire, try_acquire_sql);
     m_conn->prepare(stmt::acquire, std::string{lease_columns} +
                                        "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', "

@@ -136,3 +136,22 @@ echo "$out" | grep -q "^$name "
 check "status: the default table lists the active run" $?
 kill -TERM $runner
 wait $runner 2>/dev/null
+
+# --- SIGTERM while waiting for the lock ends dlock; the server drops the wait -
+# (SIGTERM: background jobs of a script ignore SIGINT.)
+name=$(unique interrupt)
+eval "$("$DLOCK" acquire --ttl 1m "$name")"
+"$DLOCK" run --wait 30s "$name" -- true 2>/dev/null &
+runner=$!
+waiting() { [ -n "$(q "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%dlock.acquire%' AND query NOT LIKE '%pg_stat_activity%'")" ]; }
+wait_for waiting
+kill -TERM $runner
+wait $runner
+expect_status "run --wait: SIGTERM while waiting ends dlock (143)" 143 $?
+gone() { ! waiting; }
+wait_for gone
+check "run --wait: the server dropped the wait of the interrupted dlock" $?
+"$DLOCK" release "$name" --owner-token "$DLOCK_OWNER_TOKEN"
+sleep 0.3
+check "run --wait: nobody took the lock for the interrupted dlock" $([ "$(state_of "$name")" = free ]; echo $?)
+unset DLOCK_OWNER_TOKEN DLOCK_FENCING_TOKEN DLOCK_LOCK_NAME DLOCK_LEASE_UNTIL
