@@ -237,6 +237,7 @@ class Run:
         self.standby = None
         self.current = self.primary  # the server the final state is read from
         self.helpers = []  # extra processes (proxies, pgbouncer)
+        self.scratch = []  # extra directories under /tmp to remove
         self.ttl_ms = harness.profile["ttl_ms"]
         self.rng = random.Random(harness.seed * 1000 + zlib.crc32(scenario["name"].encode()) % 1000)
         self.t_end = None
@@ -260,8 +261,8 @@ class Run:
              "wal_keep_size": "'64MB'", "fsync": "on"}
         s.update(settings or {})
         if faketime:
-            os.makedirs(self.primary.dir, exist_ok=True)
-            self.primary.faketime_file = os.path.join("/tmp", "faults-faketime-offset")
+            self.primary.faketime_file = f"/tmp/faults-{self.sc['name']}-faketime-offset"
+            self.scratch.append(self.primary.faketime_file)
             with open(self.primary.faketime_file, "w") as f:
                 f.write("+0\n")
             os.chmod(self.primary.faketime_file, 0o644)
@@ -321,6 +322,7 @@ class Run:
 
     def start_pgbouncer(self):
         d = f"/tmp/faults-{self.sc['name']}-pgbouncer"
+        self.scratch.append(d)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         with open(os.path.join(d, "userlist.txt"), "w") as f:
@@ -474,6 +476,16 @@ pidfile = {d}/pgbouncer.pid
                     pass
                 if not self.h.keep:
                     s.destroy()
+        for path in self.scratch:
+            log = os.path.join(path, "pgbouncer.log")
+            if os.path.isfile(log):
+                shutil.copy(log, self.dir)
+            if self.h.keep:
+                continue
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            elif os.path.exists(path):
+                os.remove(path)
 
 
 def wait_port(port, timeout=10):

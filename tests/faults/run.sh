@@ -13,10 +13,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${FAULTS_BUILD_DIR:-$root/build/faults}
 
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.cmake.log" 2>&1 ||
-	{ cat "$build.cmake.log" >&2; exit 1; }
-cmake --build "$build" -j2 >"$build.build.log" 2>&1 || { cat "$build.build.log" >&2; exit 1; }
-grep -h "fault_worker:" "$build.cmake.log" || true
+mkdir -p "$build"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
+	{ cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j2 >"$build/build.log" 2>&1 || { cat "$build/build.log" >&2; exit 1; }
+grep -h "fault_worker:" "$build/configure.log" || true
 
 python3 "$here/test_checker.py" -q 2>&1 | tail -n 3 || { echo "checker self-test failed" >&2; exit 1; }
 
