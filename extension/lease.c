@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/timestamp.h"
 
@@ -119,11 +120,10 @@ lease_from_spi(TupleDesc tupdesc, MemoryContext cxt)
 }
 
 /*
- * One attempt to grant the lease; caller has an SPI connection. Counts and
- * audits the outcome; on success, the transaction will commit durably.
+ * The statements of one attempt; see try_acquire_once.
  */
 static void
-try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				 AcquireAttempt *attempt)
 {
 	Datum		values[5];
@@ -201,6 +201,53 @@ try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 }
 
 /*
+ * One attempt to grant the lease; caller has an SPI connection. Counts and
+ * audits the outcome; on success, the transaction will commit durably.
+ *
+ * The attempt runs in a subtransaction. When the UPDATE finds the row
+ * changed since its snapshot, the executor locks the newest version before
+ * re-checking it, and keeps that lock (and a transaction ID) even when the
+ * re-check refuses the grant. Rolling back the subtransaction of a refused
+ * attempt drops that lock at once, so a waiter or a failed caller inside a
+ * long transaction never blocks the holder's renew or release.
+ */
+static void
+try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+				 AcquireAttempt *attempt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		attempt_grant(args, tupdesc, cxt, attempt);
+		if (!attempt->acquired &&
+			TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
+			RollbackAndReleaseCurrentSubTransaction();
+		else
+			ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * Result type of the calling function, which must be dlock.lease.
  */
 static TupleDesc
@@ -255,7 +302,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	int64		wait_usecs;
 	instr_time	started;
 	int			slot;
-	int			round = 0;
+	volatile int round = 0;
 
 	acquire_args(fcinfo, 3, &args);
 	dlock_require_arg(fcinfo, 2, "wait");
@@ -277,24 +324,44 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	slot = dlock_wait_prepare(args.lock_name);
 
 	SPI_connect();
-	for (;;)
+	PG_TRY();
 	{
-		instr_time	elapsed;
-		int64		waited_usecs;
-
-		try_acquire_once(&args, tupdesc, cxt, &attempt);
-
-		INSTR_TIME_SET_CURRENT(elapsed);
-		INSTR_TIME_SUBTRACT(elapsed, started);
-		waited_usecs = INSTR_TIME_GET_MICROSEC(elapsed);
-
-		if (attempt.acquired || waited_usecs >= wait_usecs)
+		/*
+		 * Callers already waiting for this lock go first: without this, a
+		 * holder that releases and acquires again in a loop would win every
+		 * time against waiters that first have to wake up.
+		 */
+		if (wait_usecs > 0 && dlock_wait_others_waiting(slot))
 		{
-			dlock_wait_finish(round > 0, waited_usecs);
-			break;
+			dlock_wait_join(slot);
+			dlock_wait_defer(slot, wait_usecs);
+			round = 1;
 		}
-		dlock_wait_sleep(slot, attempt.busy_until, wait_usecs - waited_usecs, round++);
+		for (;;)
+		{
+			instr_time	elapsed;
+			int64		waited_usecs;
+
+			try_acquire_once(&args, tupdesc, cxt, &attempt);
+
+			INSTR_TIME_SET_CURRENT(elapsed);
+			INSTR_TIME_SUBTRACT(elapsed, started);
+			waited_usecs = INSTR_TIME_GET_MICROSEC(elapsed);
+
+			if (attempt.acquired || waited_usecs >= wait_usecs)
+			{
+				dlock_wait_finish(round > 0, waited_usecs);
+				break;
+			}
+			dlock_wait_join(slot);
+			dlock_wait_sleep(slot, attempt.busy_until, wait_usecs - waited_usecs, round++);
+		}
 	}
+	PG_FINALLY();
+	{
+		dlock_wait_leave(slot);
+	}
+	PG_END_TRY();
 	SPI_finish();
 
 	if (!attempt.acquired)

@@ -11,7 +11,11 @@
  * condition variables in shared memory. A transaction that released or
  * force-released a lease broadcasts on its slots once it has committed (not
  * before: the release is invisible until then), so waiters retry at once.
- * Without preloading, waiters poll. Either way a sleep is short and jittered,
+ * Without preloading, waiters poll.
+ *
+ * For fairness, a new dlock.acquire call that finds others already waiting on
+ * its slot lets them go first (dlock_wait_defer) instead of trying at once;
+ * dlock.try_acquire never waits and takes a free lock at once. Either way a sleep is short and jittered,
  * and never runs past the moment the current lease expires, so an expired
  * lease is taken over promptly even if its holder never releases it.
  *
@@ -42,12 +46,24 @@
 #define MAX_SLEEP_NOTIFIED_MS 500
 #define MAX_SLEEP_POLLING_MS 50
 
+/* Longest a newcomer defers to callers already waiting */
+#define MAX_DEFER_MS 10
+
+typedef struct DlockWaitSlot
+{
+	ConditionVariable cv;		/* broadcast when a lease of the slot ends */
+	pg_atomic_uint32 waiters;	/* dlock.acquire calls waiting on the slot */
+} DlockWaitSlot;
+
 typedef struct DlockWaitShared
 {
-	ConditionVariable slots[WAIT_SLOTS];
+	DlockWaitSlot slots[WAIT_SLOTS];
 } DlockWaitShared;
 
 static DlockWaitShared *wait_shared = NULL;
+
+/* Whether this backend is counted in a slot's waiters */
+static bool joined = false;
 
 /* Slots this transaction must wake up when it commits */
 static uint64 pending_wakeups[WAIT_SLOTS / 64];
@@ -83,8 +99,61 @@ dlock_wait_prepare(text *lock_name)
 	int			slot = wait_slot(lock_name);
 
 	if (wait_shared != NULL)
-		ConditionVariablePrepareToSleep(&wait_shared->slots[slot]);
+		ConditionVariablePrepareToSleep(&wait_shared->slots[slot].cv);
 	return slot;
+}
+
+/*
+ * Whether other dlock.acquire calls are waiting on the slot (possibly for
+ * another name with the same hash: then deferring costs at most
+ * MAX_DEFER_MS). Always false without shared memory.
+ */
+bool
+dlock_wait_others_waiting(int slot)
+{
+	return wait_shared != NULL &&
+		pg_atomic_read_u32(&wait_shared->slots[slot].waiters) > 0;
+}
+
+/*
+ * Count this backend among the slot's waiters until dlock_wait_leave.
+ */
+void
+dlock_wait_join(int slot)
+{
+	if (wait_shared == NULL || joined)
+		return;
+	pg_atomic_fetch_add_u32(&wait_shared->slots[slot].waiters, 1);
+	joined = true;
+}
+
+/*
+ * Stop counting this backend among the slot's waiters; safe to call when
+ * not counted. Callers use it in PG_FINALLY, so an error or cancel during
+ * the wait cannot leave a phantom waiter behind.
+ */
+void
+dlock_wait_leave(int slot)
+{
+	if (!joined)
+		return;
+	pg_atomic_fetch_sub_u32(&wait_shared->slots[slot].waiters, 1);
+	joined = false;
+}
+
+/*
+ * Let earlier waiters go first: sleep until the next release on the slot,
+ * at most MAX_DEFER_MS and at most remaining_usecs.
+ */
+void
+dlock_wait_defer(int slot, int64 remaining_usecs)
+{
+	int64		sleep_ms = Min(MAX_DEFER_MS, remaining_usecs / 1000);
+
+	if (wait_shared != NULL && sleep_ms > 0)
+		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot].cv,
+										   sleep_ms, PG_WAIT_EXTENSION);
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*
@@ -110,7 +179,7 @@ dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int ro
 	sleep_usecs = Max(sleep_usecs, 1000);
 
 	if (wait_shared != NULL)
-		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot],
+		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot].cv,
 										   sleep_usecs / 1000, PG_WAIT_EXTENSION);
 	else
 	{
@@ -161,7 +230,7 @@ wait_xact_callback(XactEvent event, void *arg)
 			for (int bit = 0; bit < 64 && pending_wakeups[word] != 0; bit++)
 				if (pending_wakeups[word] & (UINT64CONST(1) << bit))
 				{
-					ConditionVariableBroadcast(&wait_shared->slots[word * 64 + bit]);
+					ConditionVariableBroadcast(&wait_shared->slots[word * 64 + bit].cv);
 					pending_wakeups[word] &= ~(UINT64CONST(1) << bit);
 				}
 	}
@@ -192,7 +261,10 @@ dlock_wait_shmem_init(void)
 	wait_shared = ShmemInitStruct("pg_dlock waiters", sizeof(DlockWaitShared), &found);
 	if (!found)
 		for (int i = 0; i < WAIT_SLOTS; i++)
-			ConditionVariableInit(&wait_shared->slots[i]);
+		{
+			ConditionVariableInit(&wait_shared->slots[i].cv);
+			pg_atomic_init_u32(&wait_shared->slots[i].waiters, 0);
+		}
 }
 
 /*
