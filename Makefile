@@ -29,7 +29,7 @@ $(OBJS): $(HEADERS)
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------
-.PHONY: deps client test demo bench faults soak
+.PHONY: deps client install-client test demo bench faults soak
 
 BUILD_DIR ?= build
 
@@ -39,6 +39,10 @@ deps:
 client:
 	cmake -S client -B $(BUILD_DIR)/client -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/client -j2
+
+# Headers, libdlock, the CMake package, dlock.pc and the dlock command line.
+install-client: client
+	cmake --install $(BUILD_DIR)/client
 
 test: deps
 	$(MAKE) all
