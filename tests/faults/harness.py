@@ -234,6 +234,7 @@ class Run:
         (self.port_primary, self.port_standby, self.port_proxy, self.port_bouncer,
          self.port_repl_proxy) = free_ports(5)
         self.primary = Server(scenario["name"], self.port_primary)
+        self.servers = [self.primary]
         self.standby = None
         self.current = self.primary  # the server the final state is read from
         self.helpers = []  # extra processes (proxies, pgbouncer)
@@ -273,36 +274,40 @@ class Run:
         if self.sc.get("fencing", True):
             self.primary.psql(FENCING_TRIGGERS)
 
-    def start_standby(self, sync, via_port=None):
-        """A streaming standby by pg_basebackup -R; sync = named in synchronous_standby_names."""
-        sb = Server(self.sc["name"] + "-standby", self.port_standby)
+    def start_standby(self, sync, via_port=None, source=None, port=None, label="standby"):
+        """A streaming standby of source (default: the primary) by pg_basebackup -R;
+        sync = named in source's synchronous_standby_names."""
+        source = source or self.primary
+        sb = Server(f"{self.sc['name']}-{label}", port or self.port_standby)
         sb.destroy()
+        self.servers.append(sb)
         os.makedirs(sb.dir)
         sb.chown()
         r = as_postgres([os.path.join(PG_BINDIR, "pg_basebackup"), "-h", "127.0.0.1", "-p",
-                         str(self.primary.port), "-U", "postgres", "-D", sb.data, "-R",
+                         str(source.port), "-U", "postgres", "-D", sb.data, "-R",
                          "-X", "stream", "--no-sync", "-c", "fast"],
                         capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"pg_basebackup failed: {r.stderr}")
-        upstream = via_port or self.primary.port
+        upstream = via_port or source.port
         with open(os.path.join(sb.data, "postgresql.conf"), "a") as f:
-            f.write(f"port = {sb.port}\nunix_socket_directories = '{sb.dir}'\n"
-                    "synchronous_standby_names = ''\n")
+            f.write(f"port = {sb.port}\nunix_socket_directories = '{sb.dir}'\n")
+        # postgresql.auto.conf comes from the source and wins over postgresql.conf;
+        # within it the last line wins (ALTER SYSTEM later rewrites both names).
         with open(os.path.join(sb.data, "postgresql.auto.conf"), "a") as f:
             f.write(f"primary_conninfo = 'host=127.0.0.1 port={upstream} user=postgres "
-                    f"application_name=faults_standby'\n")
+                    f"application_name=faults_standby'\nsynchronous_standby_names = ''\n")
         sb.chown()
         sb.start()
         self.standby = sb
         if sync:
-            self.primary.psql("ALTER SYSTEM SET synchronous_standby_names = 'faults_standby'",
-                              db="postgres")
-            self.primary.psql("SELECT pg_reload_conf()", db="postgres")
+            source.psql("ALTER SYSTEM SET synchronous_standby_names = 'faults_standby'",
+                        db="postgres")
+            source.psql("SELECT pg_reload_conf()", db="postgres")
         want = "sync" if sync else "async"
         deadline = time.time() + 30
         while time.time() < deadline:
-            state = self.primary.psql_try(
+            state = source.psql_try(
                 "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'faults_standby'",
                 db="postgres")
             if state == want:
@@ -466,7 +471,7 @@ pidfile = {d}/pgbouncer.pid
                     p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        for s in (self.primary, self.standby):
+        for s in self.servers:
             if s is not None:
                 s.crash()
                 try:
@@ -657,29 +662,48 @@ def s_crash(run):
 
 
 def failover(run, sync, async_lag_ms=0):
-    """Primary killed, standby promoted; workers follow through a multi-host string."""
+    """Primary killed, standby promoted; workers follow through a multi-host string.
+    While time allows, a new standby is cloned from the new primary onto the dead
+    server's port and the failover repeats (one more timeline each round)."""
     run.start_primary({"dlock.test_ignore_timeline": "on"} if run.sc.get("ignore_timeline") else None)
-    via = None
-    if async_lag_ms:
-        # Replication through the delay proxy: what the primary committed in the
-        # last async_lag_ms is still in the proxy when the primary dies.
-        control = os.path.join(run.dir, "repl-proxy.control")
-        repl_proxy = run.start_proxy(run.port_repl_proxy, run.primary.port, control)
-        via = run.port_repl_proxy
-    run.start_standby(sync, via_port=via)
-    if async_lag_ms:
-        set_delay(control, async_lag_ms)
-    run.start_workers(run.conninfo([run.primary.port, run.standby.port]))
+    ports = [run.port_primary, run.port_standby]
+
+    def attach_standby(source, port, label):
+        via = proxy = None
+        if async_lag_ms:
+            # Replication through the delay proxy: what the primary committed in
+            # the last async_lag_ms is still in the proxy when the primary dies.
+            control = os.path.join(run.dir, f"repl-proxy-{label}.control")
+            proxy = run.start_proxy(run.port_repl_proxy, source.port, control)
+            via = run.port_repl_proxy
+        standby = run.start_standby(sync, via_port=via, source=source, port=port, label=label)
+        if proxy is not None:
+            set_delay(control, async_lag_ms)
+        return standby, proxy
+
+    standby, proxy = attach_standby(run.primary, run.port_standby, "standby")
+    run.start_workers(run.conninfo(ports))
     run.sleep(max(2.0, run.time_left() / 3))
-    run.fault_start("failover", None, sync=sync)
-    run.primary.crash()
-    if async_lag_ms:
-        repl_proxy.kill()
-        repl_proxy.wait()
-    time.sleep(0.3)
-    run.standby.promote()
-    run.current = run.standby
-    run.fault_end("failover", None)
+    current = run.primary
+    rounds = 0
+    while True:
+        rounds += 1
+        run.fault_start("failover", None, sync=sync, round=rounds)
+        current.crash()
+        if proxy is not None:
+            proxy.kill()
+            proxy.wait()
+        time.sleep(0.3)
+        standby.promote()
+        run.current = current = standby
+        run.fault_end("failover", None, round=rounds)
+        # Another round needs a base backup, streaming, and time to recover after it.
+        if run.time_left() < 3 * run.ttl_ms / 1000.0 + 8:
+            break
+        run.sleep(run.ttl_ms / 1000.0)
+        port = ports[(rounds - 1) % 2]  # the dead server's port
+        standby, proxy = attach_standby(current, port, f"standby{rounds + 1}")
+        run.sleep(2 * run.ttl_ms / 1000.0)
     run.sleep(run.time_left())
 
 
