@@ -40,20 +40,8 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	SPI_connect();
 	ended = dlock_execute(PLAN_FORCE_RELEASE, values, NULL, 1) > 0;
 	if (ended)
-	{
-		bool		token_isnull;
-		bool		holder_isnull;
-		Datum		token = SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &token_isnull);
-		Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 2, &holder_isnull);
-
-		dlock_wake_waiters(lock_name);
-		dlock_count(STAT_FORCE_RELEASES, 1);
-		if (dlock_audit_level != DLOCK_AUDIT_NONE)
-			dlock_audit("force_release", lock_name, token, token_isnull,
-						holder_isnull ? NULL : DatumGetTextPP(holder), reason);
-	}
+		dlock_lease_ended(lock_name, "force_release", STAT_FORCE_RELEASES,
+						  DLOCK_AUDIT_FORCE, reason);
 	SPI_finish();
 
 	PG_RETURN_BOOL(ended);

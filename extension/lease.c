@@ -424,6 +424,30 @@ dlock_renew(PG_FUNCTION_ARGS)
 }
 
 /*
+ * After a statement that ended a lease returned (fencing_seq, holder): wake
+ * the waiters once the transaction commits, count it, and audit it as
+ * "event" when dlock.audit is at least audit_from. Caller has an SPI
+ * connection.
+ */
+void
+dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
+				  DlockAuditLevel audit_from, const char *reason)
+{
+	bool		token_isnull;
+	bool		holder_isnull;
+	Datum		token = SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &token_isnull);
+	Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 2, &holder_isnull);
+
+	dlock_wake_waiters(lock_name);
+	dlock_count(counter, 1);
+	if (dlock_audit_level >= (int) audit_from)
+		dlock_audit(event, lock_name, token, token_isnull,
+					holder_isnull ? NULL : DatumGetTextPP(holder), reason);
+}
+
+/*
  * dlock.release(lock_name, owner_token) returns boolean
  *
  * Ends this owner's live lease and nothing else: a release that arrives
@@ -445,19 +469,8 @@ dlock_release(PG_FUNCTION_ARGS)
 	released = dlock_execute(PLAN_RELEASE, values, NULL, 1) > 0;
 	if (released)
 	{
-		bool		token_isnull;
-		bool		holder_isnull;
-		Datum		token = SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &token_isnull);
-		Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 2, &holder_isnull);
-
 		dlock_allow_async_release(had_xid);
-		dlock_wake_waiters(lock_name);
-		dlock_count(STAT_RELEASES, 1);
-		if (dlock_audit_level == DLOCK_AUDIT_ALL)
-			dlock_audit("release", lock_name, token, token_isnull,
-						holder_isnull ? NULL : DatumGetTextPP(holder), NULL);
+		dlock_lease_ended(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL);
 	}
 	else
 		dlock_count(STAT_RELEASES_REFUSED, 1);

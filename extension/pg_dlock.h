@@ -117,6 +117,10 @@ extern void dlock_count(DlockCounter counter, uint64 amount);
 extern Size dlock_stats_shmem_size(void);
 extern void dlock_stats_shmem_init(void);
 
+/* lease.c */
+extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
+							  DlockAuditLevel audit_from, const char *reason);
+
 /* pg_dlock.c */
 extern bool dlock_shmem_ready;
 

@@ -45,19 +45,24 @@ cleanup
 psql -X -q -h 127.0.0.1 -p "$primary_port" -U postgres -d postgres -c 'CREATE DATABASE recovery'
 on "$primary_port" -c 'CREATE EXTENSION pg_dlock'
 
+# Grants count leases of 1 ms, one after another, with synchronous_commit off
+# in the session (they must be durable all the same); prints the highest token.
+grant_many() {
+	on "$1" <<SQL
+SET synchronous_commit = off;
+SELECT max(t) FROM (
+	SELECT (dlock.try_acquire('$2', '1 millisecond', gen_random_uuid())).fencing_token AS t,
+	       pg_sleep(0.002)
+	  FROM generate_series(1, $3)) grants;
+SQL
+}
+
 next_token() {
 	on "$1" -c "SELECT (dlock.try_acquire('$2', '1 millisecond')).fencing_token"
 }
 
 # --- 1. crash restart ----------------------------------------------------
-before=$(on "$primary_port" <<'SQL'
-SET synchronous_commit = off;
-SELECT max(t) FROM (
-	SELECT (dlock.try_acquire('recovery:crash', '1 millisecond', gen_random_uuid())).fencing_token AS t,
-	       pg_sleep(0.002)
-	  FROM generate_series(1, 20)) grants;
-SQL
-)
+before=$(grant_many "$primary_port" recovery:crash 20)
 "$cluster" crash "$primary_dir"
 "$cluster" restart "$primary_dir"
 after=$(next_token "$primary_port" recovery:crash)
@@ -103,13 +108,7 @@ promote_after_missed_grants() {
 	standby_refused=$(on "$standby_port" -c "SELECT dlock.try_acquire('recovery:failover', '1 minute')" 2>&1)
 	# grants the standby never receives: it is down while they happen
 	"$cluster" stop "$standby_dir"
-	missed=$(on "$primary_port" <<'SQL'
-SELECT max(t) FROM (
-	SELECT (dlock.try_acquire('recovery:failover', '1 millisecond', gen_random_uuid())).fencing_token AS t,
-	       pg_sleep(0.002)
-	  FROM generate_series(1, 5)) grants;
-SQL
-)
+	missed=$(grant_many "$primary_port" recovery:failover 5)
 	"$cluster" crash "$primary_dir"
 	"$cluster" restart "$standby_dir"
 	runuser -u postgres -- "$PG_BINDIR/pg_ctl" -D "$standby_dir/data" -w promote >/dev/null
