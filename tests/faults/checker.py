@@ -48,6 +48,7 @@ Usage: checker.py RUN_DIR [--json OUT]   exit 0 = no violations
 import argparse
 import bisect
 import glob
+import gzip
 import json
 import os
 import statistics
@@ -58,7 +59,8 @@ MS = 1_000_000
 
 def load_jsonl(path):
     rows = []
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if not line:
@@ -100,7 +102,7 @@ def load_history(run_dir):
     ops = []
     faults = []
     impls = set()
-    for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
+    for path in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl*"))):
         pending = {}
         for rec in load_jsonl(path):
             ev = rec.get("ev")

@@ -493,6 +493,24 @@ pidfile = {d}/pgbouncer.pid
                 os.remove(path)
 
 
+def compress_histories(run_dir):
+    """Histories of long runs are large; the checker reads them gzipped too."""
+    import gzip
+    for name in os.listdir(os.path.join(run_dir, "history")):
+        path = os.path.join(run_dir, "history", name)
+        if name.endswith(".jsonl"):
+            with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(path)
+
+
+def prune_old_runs(keep=6):
+    """Keeps the newest run directories under results/ (they are not versioned)."""
+    runs = sorted(d for d in os.listdir(os.path.join(HERE, "results")) if d.startswith("run-"))
+    for d in runs[:-keep]:
+        shutil.rmtree(os.path.join(HERE, "results", d), ignore_errors=True)
+
+
 def wait_port(port, timeout=10):
     import socket
     deadline = time.time() + timeout
@@ -857,6 +875,7 @@ class Harness:
         summary = checker.check_run(run.dir)
         with open(os.path.join(run.dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
+        compress_histories(run.dir)
         summary["title"] = sc["title"]
         if sc.get("negative_control"):
             expected = sc.get("expect_violations", ["1", "2", "3"])
@@ -960,6 +979,8 @@ def main():
     ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
     ap.add_argument("--summary-json", help="also write the per-scenario results here")
     args = ap.parse_args()
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    prune_old_runs()
     h = Harness(args)
     print(f"fault harness: profile {args.profile}, seed {args.seed}, runs in {h.run_root}")
     results = h.run(args.only.split(",") if args.only else None)
