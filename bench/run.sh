@@ -8,7 +8,7 @@
 #   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
 #   --cases      which cases to run (default: all); 3 = latency against lock
 #                rows, 3c = size and HOT share after churn
-#   --duration   seconds measured per run (default 3), --rounds alternations (2)
+#   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #
 # Writes bench/results/latest.md, latest.tsv (raw figures) and *.png. Prints
@@ -49,10 +49,10 @@ done
 # Case sizes. The defaults fit the 10-minute budget on a 2-core machine; the
 # churn stops at its cycle target or its time cap, whichever comes first, and
 # the results say how many cycles it did.
-warmup=0.5
+warmup=0.3
 rows=1000,100000,1000000
 churn_cycles=1000000
-churn_max=120
+churn_max=180
 leases=10000
 if [ $quick -eq 1 ]; then
 	duration=${duration:-1}
@@ -63,7 +63,7 @@ if [ $quick -eq 1 ]; then
 	churn_max=15
 	leases=2000
 fi
-duration=${duration:-3}
+duration=${duration:-2}
 rounds=${rounds:-2}
 
 started=$(date -u +%s)
