@@ -35,15 +35,22 @@ PG_FUNCTION_INFO_V1(dlock_assert_holds);
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_enforce_fencing);
 
+static bool
+holds_call(void *arg)
+{
+	return dlock_execute(PLAN_HOLDS, (Datum *) arg, NULL, 1) > 0;
+}
+
 /*
  * Check the token against the lock and pin the lease when it is live;
- * caller has an SPI connection.
+ * caller has an SPI connection. A failed check keeps no lock (see
+ * dlock_attempt), so it never delays the current holder.
  */
 static bool
 holds_token(text *lock_name, int64 token)
 {
 	Datum		values[2] = {PointerGetDatum(lock_name), Int64GetDatum(token)};
-	bool		held = dlock_execute(PLAN_HOLDS, values, NULL, 1) > 0;
+	bool		held = dlock_attempt(holds_call, values);
 
 	if (!held)
 		dlock_count(STAT_HOLDS_REJECTIONS, 1);

@@ -28,7 +28,6 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/timestamp.h"
 
@@ -200,51 +199,36 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	}
 }
 
+/* Arguments of attempt_grant when run through dlock_attempt */
+typedef struct GrantCall
+{
+	const AcquireArgs *args;
+	TupleDesc	tupdesc;
+	MemoryContext cxt;
+	AcquireAttempt *attempt;
+} GrantCall;
+
+static bool
+grant_call(void *arg)
+{
+	GrantCall  *call = (GrantCall *) arg;
+
+	attempt_grant(call->args, call->tupdesc, call->cxt, call->attempt);
+	return call->attempt->acquired;
+}
+
 /*
  * One attempt to grant the lease; caller has an SPI connection. Counts and
- * audits the outcome; on success, the transaction will commit durably.
- *
- * The attempt runs in a subtransaction. When the UPDATE finds the row
- * changed since its snapshot, the executor locks the newest version before
- * re-checking it, and keeps that lock (and a transaction ID) even when the
- * re-check refuses the grant. Rolling back the subtransaction of a refused
- * attempt drops that lock at once, so a waiter or a failed caller inside a
- * long transaction never blocks the holder's renew or release.
+ * audits the outcome; on success, the transaction will commit durably. A
+ * refused attempt keeps no row lock (see dlock_attempt).
  */
 static void
 try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				 AcquireAttempt *attempt)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	GrantCall	call = {args, tupdesc, cxt, attempt};
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-
-	PG_TRY();
-	{
-		attempt_grant(args, tupdesc, cxt, attempt);
-		if (!attempt->acquired &&
-			TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
-			RollbackAndReleaseCurrentSubTransaction();
-		else
-			ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
+	dlock_attempt(grant_call, &call);
 }
 
 /*

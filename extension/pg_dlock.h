@@ -69,6 +69,9 @@ typedef enum DlockPlanId
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
 
+/* attempt.c */
+extern bool dlock_attempt(bool (*body) (void *arg), void *arg);
+
 /* token.c */
 extern int32 dlock_token_timeline(void);
 
