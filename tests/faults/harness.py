@@ -466,6 +466,10 @@ pidfile = {d}/pgbouncer.pid
                 p.wait()
         for p in self.helpers:
             if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
                 p.terminate()
                 try:
                     p.wait(timeout=5)
@@ -806,6 +810,28 @@ def s_pgbouncer(run):
         run.sleep(run.rng.uniform(0.5, 1.0))
 
 
+def s_partition(run):
+    """13. Half the workers are cut off from the server (a network partition) for
+    2-3x the ttl, then the partition heals and what they sent arrives late."""
+    run.start_primary()
+    control = os.path.join(run.dir, "proxy.control")
+    proxy = run.start_proxy(run.port_proxy, run.primary.port, control)
+    cut_off = run.conninfo([run.port_proxy])
+    run.start_workers(run.conninfo(), extra_args=["--hold-ms", str(run.ttl_ms // 2)],
+                      per_worker=lambda i: ["--conninfo", cut_off] if i % 2 == 1 else [])
+    run.sleep(1.0)
+    while run.fault_window():
+        # A stopped proxy forwards nothing, in either direction, and accepts no
+        # connection: the same as a partition for the workers behind it.
+        seconds = run.rng.uniform(2.0, 3.0) * run.ttl_ms / 1000.0
+        os.kill(proxy.pid, signal.SIGSTOP)
+        run.fault_start("partition", None, seconds=round(seconds, 2))
+        time.sleep(seconds)
+        os.kill(proxy.pid, signal.SIGCONT)
+        run.fault_end("partition", None)
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+
+
 SCENARIOS = [
     {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
     {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay,
@@ -832,6 +858,8 @@ SCENARIOS = [
     # workers use the libpqxx lock calls (unnamed statements) here.
     {"name": "12-pgbouncer", "title": "through PgBouncer, transaction pooling",
      "run": s_pgbouncer, "pqxx": True},
+    {"name": "13-partition", "title": "network partition of half the workers (stopped proxy)",
+     "run": s_partition},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
