@@ -11,7 +11,8 @@
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #
-# Writes bench/results/latest.md, latest.tsv (raw figures) and *.png. Prints
+# Writes bench/results/latest.md, latest.tsv (raw figures), summary.md (key
+# figures and targets, for the README) and *.png. Prints
 # the machine first. Benchmarks measure; this script fails only when it cannot
 # run, never because a figure misses its target.
 set -euo pipefail
@@ -168,13 +169,14 @@ echo "| duration of the run | $(( $(date -u +%s) - started )) s |" >>"$machine"
 # --- results and plots ------------------------------------------------------
 log "writing $results/latest.md and plots"
 "$driver" report --in "$tsv" --machine "$machine" --md "$results/latest.md.tmp" \
-	--gnuplot "$results/plots.gp.tmp" --plot-dir "$results"
+	--gnuplot "$results/plots.gp.tmp" --plot-dir "$results" --summary "$results/summary.md.tmp"
 term=pngcairo
 gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo || term=png
 rm -f "$results"/*.png
 gnuplot -e "term='$term'" "$results/plots.gp.tmp" || log "gnuplot failed: plots are missing"
 mv "$results/latest.md.tmp" "$results/latest.md"
 mv "$tsv" "$results/latest.tsv"
+mv "$results/summary.md.tmp" "$results/summary.md"
 rm -f "$results/plots.gp.tmp" "$machine"
 log "done in $(( $(date -u +%s) - started )) s: $results/latest.md"
 echo

@@ -21,7 +21,7 @@ namespace {
 const char *const usage =
 	"usage: dlock_bench run CASE [options]      CASE: 1 2 3 3c 4 5\n"
 	"       dlock_bench smoke [options]\n"
-	"       dlock_bench report --in TSV --md FILE --gnuplot FILE --plot-dir DIR [--machine FILE]\n"
+	"       dlock_bench report --in TSV --md FILE --gnuplot FILE --plot-dir DIR [--machine FILE] [--summary FILE]\n"
 	"options:\n"
 	"  --pg CONNINFO            libpq connection string (default: the PG* environment)\n"
 	"  --redis HOST:PORT        redis-server (default 127.0.0.1:55501)\n"
@@ -136,6 +136,8 @@ main(int argc, char **argv)
 				paths.plot_dir = value();
 			else if (opt == "--machine")
 				paths.machine = value();
+			else if (opt == "--summary")
+				paths.summary = value();
 			else
 				throw std::invalid_argument("unknown option " + opt);
 		}

@@ -308,15 +308,46 @@ write_report(const report_paths &paths)
 	}
 
 	// Targets.
-	md << "## Targets\n\n| target | measured | goal | verdict |\n|---|---|---|---|\n";
+	std::ostringstream tg;
+	tg << "| target | measured | goal | verdict |\n|---|---|---|---|\n";
 	std::vector<std::string> dlock_systems = {reference};
 	if (has(r, "1", "dlock-cpp") || has(r, "2", "dlock-cpp"))
 		dlock_systems.push_back("dlock-cpp");
 	for (const auto &sys : dlock_systems)
 		for (const auto &t : targets(r, sys))
-			md << "| " << t.what << " | " << fmt_target_value(t.measured, t.unit) << " | "
+			tg << "| " << t.what << " | " << fmt_target_value(t.measured, t.unit) << " | "
 			   << (t.at_least ? "≥ " : "≤ ") << fmt_target_value(t.goal, t.unit) << " | " << verdict(t) << " |\n";
-	md << "\n";
+	md << "## Targets\n\n" << tg.str() << "\n";
+
+	if (!paths.summary.empty()) {
+		// Key figures, one row per system, each with its ratio to pg_dlock.
+		auto cell = [&](const std::string &c, const std::string &sys, long x, const std::string &m) {
+			double v = r.get(c, sys, x, m);
+			if (std::isnan(v))
+				return std::string("–");
+			return num(v) + " (" + ratio(v, r.get(c, reference, x, m)) + ")";
+		};
+		std::ostringstream sm;
+		sm << "| system | pairs/s, 1 client | pairs/s, 8 clients | acquire p50 µs, 1 client | release p50 µs, 1 "
+			  "client | contended critical sections/s, 8 clients | renewals/s, 8 clients |\n"
+		   << "|---|---:|---:|---:|---:|---:|---:|\n";
+		std::vector<std::string> all = r.systems("1");
+		for (const auto &c : {"2", "4"})
+			for (const auto &sys : r.systems(c))
+				if (std::find(all.begin(), all.end(), sys) == all.end())
+					all.push_back(sys);
+		for (const auto &sys : all) {
+			if (!has(r, "1", sys) && !has(r, "2", sys) && !has(r, "4", sys))
+				continue;
+			sm << "| " << sys << " | " << cell("1", sys, 1, "pairs_per_s") << " | " << cell("1", sys, 8, "pairs_per_s")
+			   << " | " << cell("1", sys, 1, "acq_p50_us") << " | " << cell("1", sys, 1, "rel_p50_us") << " | "
+			   << cell("2", sys, 8, "cs_per_s") << " | " << cell("4", sys, 8, "renewals_per_s") << " |\n";
+		}
+		std::ofstream sf(paths.summary);
+		if (!sf)
+			throw std::runtime_error("could not write " + paths.summary);
+		sf << sm.str() << "\n" << tg.str();
+	}
 
 	// The PNGs sit next to the results file: the markdown names them bare.
 	const std::string plot_prefix;

@@ -12,6 +12,7 @@ struct report_paths {
 	std::string md;	// the results file to write
 	std::string gnuplot;	// the gnuplot script to write
 	std::string plot_dir;	// where the script puts its PNGs: the directory of md
+	std::string summary;	// optional: the key figures and the targets, for the README
 };
 
 // Returns a process exit status.
