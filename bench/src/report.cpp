@@ -318,6 +318,16 @@ write_report(const report_paths &paths)
 			tg << "| " << t.what << " | " << fmt_target_value(t.measured, t.unit) << " | "
 			   << (t.at_least ? "≥ " : "≤ ") << fmt_target_value(t.goal, t.unit) << " | " << verdict(t) << " |\n";
 	md << "## Targets\n\n" << tg.str() << "\n";
+	{
+		double async_ratio = quotient(r.get("1", "floor-update-async", 1, "acq_p50_us"),
+									  r.get("1", "floor-select1", 1, "acq_p50_us"));
+		double durable_ratio = quotient(r.get("1", "floor-update", 1, "acq_p50_us"),
+										r.get("1", "floor-select1", 1, "acq_p50_us"));
+		if (!std::isnan(async_ratio))
+			md << "Context from the floors of this run, at 1 client: an asynchronous one-row UPDATE takes "
+			   << fmt_target_value(async_ratio, "×") << " the `SELECT 1` round trip (the issue's reference machine: "
+			   << "2.2×), a durable one either " << fmt_target_value(durable_ratio, "×") << ".\n\n";
+	}
 
 	if (!paths.summary.empty()) {
 		// Key figures, one row per system, each with its ratio to pg_dlock.
