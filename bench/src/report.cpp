@@ -326,7 +326,7 @@ write_report(const report_paths &paths)
 		if (!std::isnan(async_ratio))
 			md << "Context from the floors of this run, at 1 client: an asynchronous one-row UPDATE takes "
 			   << fmt_target_value(async_ratio, "×") << " the `SELECT 1` round trip (the issue's reference machine: "
-			   << "2.2×), a durable one either " << fmt_target_value(durable_ratio, "×") << ".\n\n";
+			   << "2.2×), a durable one " << fmt_target_value(durable_ratio, "×") << ".\n\n";
 	}
 
 	if (!paths.summary.empty()) {
