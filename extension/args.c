@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -67,8 +68,14 @@ int64
 dlock_interval_usecs(const Interval *interval)
 {
 	int64		days = (int64) interval->month * DAYS_PER_MONTH + interval->day;
+	int64		day_usecs;
+	int64		usecs;
 
-	return interval->time + days * USECS_PER_DAY;
+	/* saturate rather than wrap: "300000 years" is too long, not negative */
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &day_usecs) ||
+		pg_add_s64_overflow(day_usecs, interval->time, &usecs))
+		return days < 0 ? PG_INT64_MIN : PG_INT64_MAX;
+	return usecs;
 }
 
 /*

@@ -68,7 +68,17 @@ dlock_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			if (!durable_required &&
+
+			/*
+			 * Raised again here: a function's own SET clause, or a SET LOCAL
+			 * after the grant, may have lowered it since.
+			 */
+			if (durable_required &&
+				synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+				(void) set_config_option("synchronous_commit", "on",
+										 PGC_USERSET, PGC_S_SESSION,
+										 GUC_ACTION_LOCAL, true, 0, false);
+			else if (!durable_required &&
 				!XLogRecPtrIsInvalid(async_release_end) &&
 				XactLastRecEnd == async_release_end &&
 				synchronous_commit != SYNCHRONOUS_COMMIT_OFF)

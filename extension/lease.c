@@ -125,8 +125,8 @@ static void
 attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				 AcquireAttempt *attempt)
 {
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = args->ttl;
@@ -170,6 +170,8 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				continue;		/* expired since the UPDATE looked: again */
 			}
 			(void) dlock_execute(PLAN_FLOOR_SHARED, NULL, NULL, 1);
+			(void) dlock_execute_latest(PLAN_FLOOR_READ, NULL, NULL, 1);
+			values[5] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 			if (dlock_execute(PLAN_ACQUIRE_NEW, values, nulls, 1) == 0)
 				continue;		/* another session created it first */
 		}

@@ -52,6 +52,7 @@ typedef enum DlockPlanId
 	PLAN_ACQUIRE_EXISTING,
 	PLAN_ACQUIRE_NEW,
 	PLAN_FLOOR_SHARED,
+	PLAN_FLOOR_READ,
 	PLAN_FLOOR_EXCLUSIVE,
 	PLAN_FLOOR_COMPACT,
 	PLAN_LEASE_EXPIRY,
@@ -68,6 +69,7 @@ typedef enum DlockPlanId
 } DlockPlanId;
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
+extern int	dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long count);
 
 /* attempt.c */
 extern bool dlock_attempt(bool (*body) (void *arg), void *arg);

@@ -23,18 +23,31 @@
 
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
+#include "utils/snapmgr.h"
 
 #include "pg_dlock.h"
 
 /*
- * The next token after "old" (README "Fencing tokens"): the counter goes up
- * by one within a timeline; on a newer timeline $5 the counter carries on
- * under the new timeline bits, so every token issued on an earlier timeline
- * -- even ones a lagging standby never saw -- stays below it.
+ * The first token of a name (README "Fencing tokens"), after the reap floor
+ * "floor": the counter carries on above the floor, in generation $5 (the
+ * server's timeline) unless the floor is in a later generation already.
  */
-#define NEXT_TOKEN(old) \
-	"CASE WHEN (" old " >> 40) >= $5 THEN " old " + 1" \
-	" ELSE ($5 << 40) | ((" old " & 1099511627775) + 1) END"
+#define FIRST_TOKEN(floor) \
+	"CASE WHEN (" floor " >> 40) >= $5 THEN " floor " + 1" \
+	" ELSE ($5 << 40) | ((" floor " & 1099511627775) + 1) END"
+
+/*
+ * The next token of an existing row: one more, and one generation up for
+ * every timeline switch since the row's last grant. A promoted standby is on
+ * a later timeline than any server that granted the row before, so its
+ * tokens stay above every token issued before the promotion -- even ones a
+ * lagging standby never received.
+ */
+#define NEXT_TOKEN \
+	"CASE WHEN $5 > l.grant_timeline" \
+	" THEN (((l.fencing_seq >> 40) + ($5 - l.grant_timeline)) << 40)" \
+	"      | ((l.fencing_seq & 1099511627775) + 1)" \
+	" ELSE l.fencing_seq + 1 END"
 
 /* Same owner, lease still live: an acquire being retried */
 /*
@@ -55,7 +68,8 @@ typedef struct DlockPlanDef
 static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	[PLAN_ACQUIRE_EXISTING] = {
 		"UPDATE dlock.distributed_lock l SET"
-		" fencing_seq = CASE WHEN " IS_RETRY " THEN l.fencing_seq ELSE " NEXT_TOKEN("l.fencing_seq") " END,"
+		" fencing_seq = CASE WHEN " IS_RETRY " THEN l.fencing_seq ELSE " NEXT_TOKEN " END,"
+		" grant_timeline = CASE WHEN " IS_RETRY " THEN l.grant_timeline ELSE $5 END,"
 		" acquisitions = l.acquisitions + CASE WHEN " IS_RETRY " THEN 0 ELSE 1 END,"
 		" renewals = CASE WHEN " IS_RETRY " THEN l.renewals + 1 ELSE 0 END,"
 		" taken_over = CASE WHEN " IS_RETRY " THEN l.taken_over"
@@ -74,23 +88,25 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
 	},
 	/*
-	 * A new name starts above every reaped token. The caller holds the
-	 * floor lock in shared mode (PLAN_FLOOR_SHARED, a separate statement so
-	 * that this one's snapshot sees a reap that committed meanwhile).
+	 * A new name starts above every reaped token: $6 is the floor, read by
+	 * PLAN_FLOOR_READ while the caller holds the floor lock in shared mode.
 	 */
 	[PLAN_ACQUIRE_NEW] = {
 		"INSERT INTO dlock.distributed_lock AS l"
 		" (lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at,"
-		"  holder, renewals, acquisitions, takeovers)"
-		" SELECT $1, $3, " NEXT_TOKEN("f.reaped_max") ","
+		"  holder, renewals, acquisitions, takeovers, grant_timeline)"
+		" VALUES ($1, $3, " FIRST_TOKEN("$6") ","
 		"  pg_catalog.clock_timestamp() + $2, pg_catalog.clock_timestamp(),"
-		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0"
-		" FROM (SELECT COALESCE(pg_catalog.max(t.reaped_max), 0) AS reaped_max"
-		"       FROM dlock.token_floor t) f"
+		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0, $5)"
 		" ON CONFLICT (lock_name) DO NOTHING"
 		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
 		"   true AS new_lease, false AS taken_over",
-		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
+		6, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID, INT8OID}
+	},
+	/* run with the latest snapshot: see dlock_execute_latest */
+	[PLAN_FLOOR_READ] = {
+		"SELECT COALESCE(pg_catalog.max(t.reaped_max), 0) FROM dlock.token_floor t",
+		0, {0}
 	},
 	[PLAN_FLOOR_SHARED] = {
 		"SELECT pg_catalog.pg_advisory_xact_lock_shared(" DLOCK_FLOOR_LOCK_KEY ")",
@@ -207,15 +223,11 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 static SPIPlanPtr plans[NUM_DLOCK_PLANS];
 
 /*
- * Run prepared statement "id" with the given parameters inside an SPI
- * connection the caller opened; returns the number of rows processed and
- * leaves them in SPI_tuptable. nulls follows SPI_execute_plan ('n' = NULL).
+ * The kept plan of statement "id", prepared on first use.
  */
-int
-dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
+static SPIPlanPtr
+dlock_plan(DlockPlanId id)
 {
-	int			ret;
-
 	if (plans[id] == NULL)
 	{
 		const DlockPlanDef *def = &plan_defs[id];
@@ -228,8 +240,41 @@ dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
 			elog(ERROR, "pg_dlock: SPI_keepplan failed for plan %d", (int) id);
 		plans[id] = plan;
 	}
+	return plans[id];
+}
 
+/*
+ * Run prepared statement "id" with the given parameters inside an SPI
+ * connection the caller opened; returns the number of rows processed and
+ * leaves them in SPI_tuptable. nulls follows SPI_execute_plan ('n' = NULL).
+ */
+int
+dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
+{
+	int			ret;
+
+	(void) dlock_plan(id);
 	ret = SPI_execute_plan(plans[id], values, nulls, false, count);
+	if (ret < 0)
+		elog(ERROR, "pg_dlock: statement %d failed: %s",
+			 (int) id, SPI_result_code_string(ret));
+	return (int) SPI_processed;
+}
+
+/*
+ * Like dlock_execute for a read-only statement, but with the latest
+ * snapshot instead of the transaction's: in REPEATABLE READ and SERIALIZABLE
+ * the transaction snapshot may predate a reap that the caller has just
+ * waited for, and the floor must include it.
+ */
+int
+dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long count)
+{
+	int			ret;
+
+	(void) dlock_plan(id);
+	ret = SPI_execute_snapshot(plans[id], values, nulls, GetLatestSnapshot(),
+							   InvalidSnapshot, true, false, count);
 	if (ret < 0)
 		elog(ERROR, "pg_dlock: statement %d failed: %s",
 			 (int) id, SPI_result_code_string(ret));

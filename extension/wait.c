@@ -30,10 +30,15 @@
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
+#if PG_VERSION_NUM >= 140000
 #include "utils/wait_event.h"
+#else
+#include "pgstat.h"
+#endif
 #if PG_VERSION_NUM >= 150000
 #include "common/pg_prng.h"
 #endif
@@ -115,15 +120,36 @@ dlock_wait_others_waiting(int slot)
 		pg_atomic_read_u32(&wait_shared->slots[slot].waiters) > 0;
 }
 
+/* Slot this backend is counted in, while joined */
+static int	joined_slot = -1;
+
+/*
+ * A backend ended by FATAL (pg_terminate_backend, a lost client) does not
+ * unwind to dlock_wait_leave: uncount it on the way out.
+ */
+static void
+wait_exit_callback(int code, Datum arg)
+{
+	dlock_wait_leave(joined_slot);
+}
+
 /*
  * Count this backend among the slot's waiters until dlock_wait_leave.
  */
 void
 dlock_wait_join(int slot)
 {
+	static bool exit_callback_registered = false;
+
 	if (wait_shared == NULL || joined)
 		return;
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(wait_exit_callback, (Datum) 0);
+		exit_callback_registered = true;
+	}
 	pg_atomic_fetch_add_u32(&wait_shared->slots[slot].waiters, 1);
+	joined_slot = slot;
 	joined = true;
 }
 
@@ -137,7 +163,8 @@ dlock_wait_leave(int slot)
 {
 	if (!joined)
 		return;
-	pg_atomic_fetch_sub_u32(&wait_shared->slots[slot].waiters, 1);
+	Assert(slot == joined_slot);
+	pg_atomic_fetch_sub_u32(&wait_shared->slots[joined_slot].waiters, 1);
 	joined = false;
 }
 

@@ -7,10 +7,10 @@
  * Privilege model (README "Privileges"):
  *   - the tables below belong to the extension owner; nobody else may write
  *     them, and only the owner may read owner tokens (they are capabilities);
- *   - the lease and fencing functions are SECURITY DEFINER with a pinned
- *     search_path and are executable by PUBLIC;
- *   - force_release, audit purge, stats reset and owner-token reading need a
- *     grant.
+ *   - the lease functions and holds/assert_holds are SECURITY DEFINER with
+ *     a pinned search_path and are executable by PUBLIC;
+ *   - fence, force_release, reap, audit purge, stats reset and owner-token
+ *     reading need a grant.
  */
 
 -- Everyone may use the schema; what they may do in it is granted per object.
@@ -38,14 +38,16 @@ CREATE TABLE dlock.distributed_lock (
 	renewals bigint NOT NULL DEFAULT 0,
 	acquisitions bigint NOT NULL DEFAULT 0,
 	takeovers bigint NOT NULL DEFAULT 0,
-	taken_over boolean NOT NULL DEFAULT false
+	taken_over boolean NOT NULL DEFAULT false,
+	grant_timeline integer NOT NULL
 ) WITH (fillfactor = 50);
 COMMENT ON TABLE dlock.distributed_lock IS 'lock state: one row per lock name; owner_token is NULL when the lock is free';
-COMMENT ON COLUMN dlock.distributed_lock.fencing_seq IS 'fencing token of the current or last holder: (timeline << 40) | per-name counter';
+COMMENT ON COLUMN dlock.distributed_lock.fencing_seq IS 'fencing token of the current or last holder: (generation << 40) | per-name counter';
 COMMENT ON COLUMN dlock.distributed_lock.renewals IS 'renewals of the current lease';
 COMMENT ON COLUMN dlock.distributed_lock.acquisitions IS 'leases granted for this name so far';
 COMMENT ON COLUMN dlock.distributed_lock.takeovers IS 'leases granted after a previous lease expired without release';
 COMMENT ON COLUMN dlock.distributed_lock.taken_over IS 'the current lease began by taking over an expired one';
+COMMENT ON COLUMN dlock.distributed_lock.grant_timeline IS 'server timeline ID at the last grant; a higher one moves the token to a new generation';
 
 -- The highest token of any row removed by dlock.reap: a name that comes back
 -- starts above it, so tokens never repeat even after its row was deleted.
@@ -155,6 +157,10 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION dlock.fence(text, bigint) IS
 'accepts a token at or above the highest accepted for the resource and records it; raises stale_fencing_token (DL001) for a lower one';
+-- Fence state is shared by every role and accepts any token: a role could
+-- raise a resource's token out of reach of its real holders. Grant it to the
+-- roles that write the fenced resources.
+REVOKE ALL ON FUNCTION dlock.fence(text, bigint) FROM PUBLIC;
 
 CREATE FUNCTION dlock.enforce_fencing()
 RETURNS trigger

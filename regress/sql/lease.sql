@@ -84,9 +84,15 @@ UPDATE dlock.distributed_lock SET fencing_seq = (3::bigint << 40) + 7, owner_tok
  WHERE lock_name = 'expiry';
 SELECT fencing_token >> 40 AS timeline, fencing_token & ((1::bigint << 40) - 1) AS counter
   FROM dlock.try_acquire('expiry', '1 minute', '00000000-0000-0000-0000-0000000000a3');
--- and a row from an older timeline moves up to the current one (1 here)
-UPDATE dlock.distributed_lock SET fencing_seq = 5, owner_token = NULL WHERE lock_name = 'expiry';
-SELECT fencing_token >> 40 AS timeline, fencing_token & ((1::bigint << 40) - 1) AS counter
+-- a row last granted on an earlier timeline moves up one generation per
+-- timeline switch since (as on a promoted standby; timeline 0 stands in for
+-- the old primary's here, since this server is on timeline 1)
+UPDATE dlock.distributed_lock SET grant_timeline = 0, owner_token = NULL WHERE lock_name = 'expiry';
+SELECT fencing_token >> 40 AS generation, fencing_token & ((1::bigint << 40) - 1) AS counter
+  FROM dlock.try_acquire('expiry', '1 minute', '00000000-0000-0000-0000-0000000000a4');
+SELECT grant_timeline FROM dlock.distributed_lock WHERE lock_name = 'expiry';
+-- a retry by the same owner keeps its token and does not move the generation
+SELECT fencing_token >> 40 AS generation, fencing_token & ((1::bigint << 40) - 1) AS counter
   FROM dlock.try_acquire('expiry', '1 minute', '00000000-0000-0000-0000-0000000000a4');
 
 -- dlock.acquire waits in the server until the lease expires, then takes over

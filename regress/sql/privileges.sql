@@ -5,6 +5,7 @@ CREATE ROLE regress_dlock_app;
 CREATE ROLE regress_dlock_admin;
 GRANT EXECUTE ON FUNCTION dlock.force_release(text, text) TO regress_dlock_admin;
 GRANT SELECT ON dlock.lock_owners TO regress_dlock_admin;
+GRANT EXECUTE ON FUNCTION dlock.fence(text, bigint) TO regress_dlock_admin;
 
 SET ROLE regress_dlock_app;
 -- an application role takes and manages its own leases
@@ -37,6 +38,9 @@ SELECT dlock.stats_reset();
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock.reap();
 \echo :LAST_ERROR_SQLSTATE
+-- refused: fence state is shared by all roles; writing it needs a grant (42501)
+SELECT dlock.fence('priv:resource', 9223372036854775807);
+\echo :LAST_ERROR_SQLSTATE
 -- refused: settings that weaken safety or auditing (42501)
 SET dlock.audit = 'none';
 \echo :LAST_ERROR_SQLSTATE
@@ -48,6 +52,7 @@ RESET ROLE;
 -- names the role and the reason
 SET ROLE regress_dlock_admin;
 SELECT owner_token FROM dlock.lock_owners WHERE lock_name = 'priv';
+SELECT dlock.fence('priv:resource', :app_token);
 SELECT dlock.force_release('priv', 'app host lost; ticket 7');
 RESET ROLE;
 SELECT event, lock_name, fencing_token = :app_token AS token, holder, role_name, reason

@@ -69,6 +69,29 @@ after=$(next_token "$primary_port" recovery:crash)
 echo "crash restart: highest token before $before, next token after $after"
 check "token after crash restart is above every token granted before it" test "$after" -gt "$before"
 
+# --- 1b. grants whose synchronous_commit was lowered around them ---------
+# A function with its own SET clause, and a SET LOCAL after the grant, must
+# not make the grant's commit asynchronous.
+on "$primary_port" <<'SQL' >/dev/null
+CREATE FUNCTION quiet_acquire(lock_name text) RETURNS bigint LANGUAGE sql
+	SET synchronous_commit = off
+	AS $$ SELECT (dlock.try_acquire(lock_name, '1 millisecond', gen_random_uuid())).fencing_token $$;
+SQL
+for _ in 1 2 3; do
+	on "$primary_port" -c "SELECT quiet_acquire('recovery:wrapped')" >/dev/null
+	sleep 0.01
+	on "$primary_port" -c "BEGIN" -c "SELECT dlock.try_acquire('recovery:wrapped', '1 millisecond', gen_random_uuid())" \
+		-c "SET LOCAL synchronous_commit = off" -c "COMMIT" >/dev/null
+	sleep 0.01
+done
+before_wrapped=$(on "$primary_port" -c "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'recovery:wrapped'")
+"$cluster" crash "$primary_dir"
+"$cluster" restart "$primary_dir"
+after_wrapped=$(next_token "$primary_port" recovery:wrapped)
+echo "lowered synchronous_commit: last token before the crash $before_wrapped, next after $after_wrapped"
+check "grants under a function SET or a later SET LOCAL synchronous_commit = off survive a crash" \
+	test "$after_wrapped" -gt "$before_wrapped"
+
 # --- 2. pg_dump / pg_restore ----------------------------------------------
 on "$primary_port" -c "SELECT dlock.fence('recovery:resource', $after)" >/dev/null
 dump=$(mktemp)
