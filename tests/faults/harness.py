@@ -384,7 +384,7 @@ pidfile = {d}/pgbouncer.pid
                     "--ttl-ms", str(self.ttl_ms), "--seed", str(self.h.seed * 100 + i),
                     "--fencing", "1" if self.sc.get("fencing", True) else "0",
                     "--think-ms", "10"]
-            if self.h.force_pqxx or self.sc.get("pqxx"):
+            if self.h.force_pqxx or (self.sc.get("pqxx") and not self.h.client_everywhere):
                 args.append("--pqxx")
             args += extra_args or []
             if per_worker:
@@ -878,6 +878,7 @@ class Harness:
         self.seed = args.seed
         self.keep = args.keep
         self.force_pqxx = args.pqxx
+        self.client_everywhere = args.client_everywhere
         self.worker = args.worker
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}")
@@ -1003,6 +1004,8 @@ def main():
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--keep", action="store_true", help="keep the server directories")
     ap.add_argument("--pqxx", action="store_true", help="workers use libpqxx, not the client library")
+    ap.add_argument("--client-everywhere", action="store_true",
+                    help="use the client library in scenario 12 (PgBouncer) too")
     ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
     ap.add_argument("--summary-json", help="also write the per-scenario results here")
     args = ap.parse_args()
