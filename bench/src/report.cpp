@@ -184,6 +184,19 @@ fmt_target_value(double v, const std::string &unit)
 	return buf;
 }
 
+// How far a missed target is from its goal, in percent of the goal.
+double
+gap_percent(const target &t)
+{
+	return std::fabs(t.measured - t.goal) / t.goal * 100;
+}
+
+int
+gap_digits(const target &t)
+{
+	return gap_percent(t) < 10 ? 1 : 0;
+}
+
 std::string
 verdict(const target &t)
 {
@@ -200,10 +213,10 @@ verdict(const target &t)
 	if (t.unit == "%")
 		std::snprintf(buf, sizeof buf, "**missed** by %.1f points", (t.goal - t.measured) * 100);
 	else if (t.at_least)
-		std::snprintf(buf, sizeof buf, "**missed** by %.0f %% (%.2f× short)", (t.goal - t.measured) / t.goal * 100,
+		std::snprintf(buf, sizeof buf, "**missed** by %.*f %% (%.2f× short)", gap_digits(t), gap_percent(t),
 					  t.goal - t.measured);
 	else
-		std::snprintf(buf, sizeof buf, "**missed** by %.0f %% (%.2f× over)", (t.measured - t.goal) / t.goal * 100,
+		std::snprintf(buf, sizeof buf, "**missed** by %.*f %% (%.2f× over)", gap_digits(t), gap_percent(t),
 					  t.measured - t.goal);
 	return buf;
 }
