@@ -35,7 +35,16 @@ struct aggregate {
 	std::uint64_t fewest = 0;
 	std::string first_error;
 
+	double rate_min = INFINITY;
+	double rate_max = 0;
+
 	[[nodiscard]] double rate() const { return rounds > 0 ? rate_sum / rounds : 0.0; }
+	void add_rate(double r)
+	{
+		rate_sum += r;
+		rate_min = std::min(rate_min, r);
+		rate_max = std::max(rate_max, r);
+	}
 	void fail(const std::string &what)
 	{
 		if (errors == 0)
@@ -117,6 +126,17 @@ put_latency(sink &out, const std::string &case_id, const std::string &sys, long 
 	}
 }
 
+// The lowest and highest rate of the rounds: how much the machine moved.
+void
+put_spread(sink &out, const std::string &case_id, const std::string &sys, long x, const std::string &metric,
+		   const aggregate &ag)
+{
+	if (ag.rounds > 1) {
+		out.put(case_id, sys, x, metric + "_min", ag.rate_min);
+		out.put(case_id, sys, x, metric + "_max", ag.rate_max);
+	}
+}
+
 void
 put_cpu(sink &out, const std::string &case_id, const std::string &sys, long x, const aggregate &ag)
 {
@@ -174,7 +194,7 @@ case_uncontended(const bench_config &cfg, sink &out)
 					}, std::ref(cpu));
 					std::size_t before = ag.a.size();
 					collect(ag, ws, r);
-					ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+					ag.add_rate(static_cast<double>(ag.a.size() - before) / r.seconds);
 					ag.server_cpu_s += cpu.server_seconds();
 					ag.driver_cpu_s += cpu.driver_seconds();
 					ag.done += ag.a.size() - before;
@@ -192,6 +212,7 @@ case_uncontended(const bench_config &cfg, sink &out)
 			aggregate &ag = aggs[{sys, c}];
 			if (ag.rounds > 0)
 				out.put(id, sys, c, "pairs_per_s", ag.rate());
+			put_spread(out, id, sys, c, "pairs_per_s", ag);
 			put_cpu(out, id, sys, c, ag);
 			put_latency(out, id, sys, c, ag, "acq", "rel");
 			if (ag.busy > 0)
@@ -282,7 +303,7 @@ case_contended(const bench_config &cfg, sink &out)
 					auto o = run_contended(ws, "hot-" + sys + "-" + std::to_string(c), cfg.cs_us, cfg.warmup_s,
 										   cfg.duration_s, ag.gaps);
 					collect(ag, ws, o.run);
-					ag.rate_sum += static_cast<double>(o.sections) / o.run.seconds;
+					ag.add_rate(static_cast<double>(o.sections) / o.run.seconds);
 					++ag.rounds;
 					ag.overlaps += o.overlaps;
 					double fair = o.fewest == 0 ? INFINITY
@@ -305,6 +326,7 @@ case_contended(const bench_config &cfg, sink &out)
 			aggregate &ag = aggs[{sys, c}];
 			if (ag.rounds > 0)
 				out.put(id, sys, c, "cs_per_s", ag.rate());
+			put_spread(out, id, sys, c, "cs_per_s", ag);
 			if (!ag.gaps.empty()) {
 				out.put(id, sys, c, "handoff_p50_us", percentile_us(ag.gaps, 0.50));
 				out.put(id, sys, c, "handoff_p99_us", percentile_us(ag.gaps, 0.99));
@@ -441,7 +463,7 @@ case_scale(const bench_config &cfg, sink &out)
 					});
 					std::size_t before = ag.a.size();
 					collect(ag, ws, r);
-					ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+					ag.add_rate(static_cast<double>(ag.a.size() - before) / r.seconds);
 					++ag.rounds;
 				} catch (const std::exception &e) {
 					ag.fail(e.what());
@@ -453,6 +475,7 @@ case_scale(const bench_config &cfg, sink &out)
 			rel_size s = sizes(admin, table_of(sys));
 			if (ag.rounds > 0)
 				out.put(id, sys, n, "pairs_per_s", ag.rate());
+			put_spread(out, id, sys, n, "pairs_per_s", ag);
 			put_latency(out, id, sys, n, ag, "acq", "rel");
 			out.put(id, sys, n, "table_bytes", s.table);
 			out.put(id, sys, n, "index_bytes", s.index);
@@ -693,7 +716,7 @@ case_keepalive(const bench_config &cfg, sink &out)
 			}, std::ref(cpu));
 			std::size_t before = ag.a.size();
 			collect(ag, ws, r);
-			ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+			ag.add_rate(static_cast<double>(ag.a.size() - before) / r.seconds);
 			ag.server_cpu_s += cpu.server_seconds();
 			ag.driver_cpu_s += cpu.driver_seconds();
 			ag.done += ag.a.size() - before;
@@ -726,6 +749,7 @@ case_keepalive(const bench_config &cfg, sink &out)
 		out.put(id, sys, c, "leases", static_cast<double>(leases));
 		if (ag.rounds > 0)
 			out.put(id, sys, c, "renewals_per_s", ag.rate());
+		put_spread(out, id, sys, c, "renewals_per_s", ag);
 		put_cpu(out, id, sys, c, ag);
 		put_latency(out, id, sys, c, ag, "renew", "unused");
 		put_errors(out, id, sys, c, ag);
@@ -865,7 +889,7 @@ case_transactions(const bench_config &cfg, sink &out)
 										 [&v](worker &w, bool m) { business_unit(w, v, m); });
 					std::size_t before = ag.a.size();
 					collect(ag, ws, r);
-					ag.rate_sum += static_cast<double>(ag.a.size() - before) / r.seconds;
+					ag.add_rate(static_cast<double>(ag.a.size() - before) / r.seconds);
 					++ag.rounds;
 				} catch (const std::exception &e) {
 					ag.fail(e.what());
@@ -880,6 +904,7 @@ case_transactions(const bench_config &cfg, sink &out)
 			aggregate &ag = aggs[{label, c}];
 			if (ag.rounds > 0)
 				out.put(id, label, c, "units_per_s", ag.rate());
+			put_spread(out, id, label, c, "units_per_s", ag);
 			put_latency(out, id, label, c, ag, "unit", "unused");
 			put_errors(out, id, label, c, ag);
 			failed += ag.errors > 0;

@@ -129,6 +129,17 @@ ratio(double v, double ref)
 	return buf;
 }
 
+// "min–max" of a rate over the rounds, when there were several.
+std::string
+spread(const results &r, const std::string &c, const std::string &sys, long x, const std::string &metric)
+{
+	double lo = r.get(c, sys, x, metric + "_min");
+	double hi = r.get(c, sys, x, metric + "_max");
+	if (std::isnan(lo) || std::isnan(hi))
+		return "–";
+	return num(lo) + "–" + num(hi);
+}
+
 std::string
 mib(double bytes)
 {
@@ -384,16 +395,16 @@ write_report(const report_paths &paths)
 		   << "Server CPU is the user + system time of the PostgreSQL backends (or redis-server) serving the "
 			  "clients during the measured window, per pair, read from /proc; driver CPU is the load driver's own. "
 			  "CPU time is less disturbed than wall time by other work on the machine.\n\n"
-		   << "| system | clients | pairs/s | × pg_dlock | acquire p50 µs | acquire p99 µs | release p50 µs | release "
-			  "p99 µs | server CPU µs/pair | driver CPU µs/pair | errors |\n"
-			  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+		   << "| system | clients | pairs/s | rounds min–max | × pg_dlock | acquire p50 µs | acquire p99 µs | release "
+			  "p50 µs | release p99 µs | server CPU µs/pair | driver CPU µs/pair | errors |\n"
+			  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (long c : r.xs("1"))
 			for (const auto &sys : r.systems("1")) {
 				if (!has(r, "1", sys))
 					continue;
 				double v = r.get("1", sys, c, "pairs_per_s");
-				md << "| " << sys << " | " << c << " | " << num(v) << " | "
-				   << ratio(v, r.get("1", reference, c, "pairs_per_s")) << " | "
+				md << "| " << sys << " | " << c << " | " << num(v) << " | " << spread(r, "1", sys, c, "pairs_per_s")
+				   << " | " << ratio(v, r.get("1", reference, c, "pairs_per_s")) << " | "
 				   << num(r.get("1", sys, c, "acq_p50_us")) << " | " << num(r.get("1", sys, c, "acq_p99_us"))
 				   << " | " << num(r.get("1", sys, c, "rel_p50_us")) << " | "
 				   << num(r.get("1", sys, c, "rel_p99_us")) << " | " << num(r.get("1", sys, c, "server_cpu_us"))
@@ -449,15 +460,16 @@ write_report(const report_paths &paths)
 			  "Fairness = most ÷ fewest critical sections of one client in a round (worst round shown). Overlaps "
 			  "counts critical sections entered while another client was inside (must be 0); timeouts counts "
 			  "blocking acquires that gave up after 5 s.\n\n"
-		   << "| system | clients | critical sections/s | × pg_dlock | handoff p50 µs | handoff p99 µs | wait p50 µs "
+		   << "| system | clients | critical sections/s | rounds min–max | × pg_dlock | handoff p50 µs | handoff p99 µs | "
+			  "wait p50 µs "
 			  "| most | fewest | fairness | overlaps | timeouts | errors |\n"
-		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (long c : r.xs("2"))
 			for (const auto &sys : r.systems("2")) {
 				if (!has(r, "2", sys))
 					continue;
 				double v = r.get("2", sys, c, "cs_per_s");
-				md << "| " << sys << " | " << c << " | " << num(v) << " | "
+				md << "| " << sys << " | " << c << " | " << num(v) << " | " << spread(r, "2", sys, c, "cs_per_s") << " | "
 				   << ratio(v, r.get("2", reference, c, "cs_per_s")) << " | "
 				   << num(r.get("2", sys, c, "handoff_p50_us")) << " | "
 				   << num(r.get("2", sys, c, "handoff_p99_us")) << " | " << num(r.get("2", sys, c, "wait_p50_us"))
@@ -600,16 +612,16 @@ write_report(const report_paths &paths)
 			  "renews every 10 s (a 30 s TTL renewed at a third). Advisory locks have no lease and need no renewal "
 			  "(they cost an open session each instead). `floor-update` renews nothing: it is the durable one-row "
 			  "UPDATE floor.\n\n"
-		   << "| system | clients | live leases | renewals/s | × pg_dlock | renew p50 µs | renew p99 µs | server CPU "
-			  "µs/renewal | leases kept alive at one renewal per 10 s | errors |\n"
-		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+		   << "| system | clients | live leases | renewals/s | rounds min–max | × pg_dlock | renew p50 µs | renew p99 µs "
+			  "| server CPU µs/renewal | leases kept alive at one renewal per 10 s | errors |\n"
+		   << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (long c : r.xs("4"))
 			for (const auto &sys : r.systems("4")) {
 				if (!has(r, "4", sys))
 					continue;
 				double v = r.get("4", sys, c, "renewals_per_s");
 				md << "| " << sys << " | " << c << " | " << count(r.get("4", sys, c, "leases")) << " | " << num(v)
-				   << " | " << ratio(v, r.get("4", reference, c, "renewals_per_s")) << " | "
+				   << " | " << spread(r, "4", sys, c, "renewals_per_s") << " | " << ratio(v, r.get("4", reference, c, "renewals_per_s")) << " | "
 				   << num(r.get("4", sys, c, "renew_p50_us")) << " | " << num(r.get("4", sys, c, "renew_p99_us"))
 				   << " | " << num(r.get("4", sys, c, "server_cpu_us")) << " | " << num(v * 10) << " | " << count(r.get("4", sys, c, "errors")) << " |\n";
 			}
@@ -626,15 +638,15 @@ write_report(const report_paths &paths)
 			  "calls `dlock.assert_holds`. `advisory-xact 1 tx` is BEGIN, `pg_advisory_xact_lock`, write, COMMIT. "
 			  "Ratios are to `"
 		   << ref5 << "`.\n\n"
-		   << "| variant | clients | units/s | × " << ref5 << " | unit p50 µs | unit p99 µs | errors |\n"
-		   << "|---|---:|---:|---:|---:|---:|---:|\n";
+		   << "| variant | clients | units/s | rounds min–max | × " << ref5 << " | unit p50 µs | unit p99 µs | errors |\n"
+		   << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
 		for (long c : r.xs("5"))
 			for (const auto &v : r.systems("5")) {
 				if (!has(r, "5", v))
 					continue;
 				double u = r.get("5", v, c, "units_per_s");
-				md << "| " << v << " | " << c << " | " << num(u) << " | "
-				   << ratio(u, r.get("5", ref5, c, "units_per_s")) << " | " << num(r.get("5", v, c, "unit_p50_us"))
+				md << "| " << v << " | " << c << " | " << num(u) << " | " << spread(r, "5", v, c, "units_per_s")
+				   << " | " << ratio(u, r.get("5", ref5, c, "units_per_s")) << " | " << num(r.get("5", v, c, "unit_p50_us"))
 				   << " | " << num(r.get("5", v, c, "unit_p99_us")) << " | " << count(r.get("5", v, c, "errors"))
 				   << " |\n";
 			}
