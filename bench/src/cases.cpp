@@ -233,6 +233,8 @@ struct contended_outcome {
 	long overlaps = 0;
 	std::uint64_t most = 0;
 	std::uint64_t fewest = 0;
+	double server_cpu_s = 0;
+	double driver_cpu_s = 0;
 };
 
 contended_outcome
@@ -241,6 +243,7 @@ run_contended(std::vector<worker> &ws, const std::string &name, int cs_us, doubl
 {
 	std::atomic<int> in_cs{0};
 	std::atomic<long> overlaps{0};
+	cpu_meter cpu(ws);
 	auto r = run_workers(ws, warmup_s, duration_s, [&](worker &w, bool m) {
 		std::int64_t t0 = now_ns();
 		lease l = w.session->acquire(name);
@@ -260,9 +263,11 @@ run_contended(std::vector<worker> &ws, const std::string &name, int cs_us, doubl
 			w.lat_a.push_back(entered - t0);
 			w.sections.emplace_back(entered, left);
 		}
-	});
+	}, std::ref(cpu));
 	contended_outcome o;
 	o.run = r;
+	o.server_cpu_s = cpu.server_seconds();
+	o.driver_cpu_s = cpu.driver_seconds();
 	o.overlaps = overlaps.load();
 	std::vector<std::pair<std::int64_t, std::int64_t>> all;
 	o.fewest = UINT64_MAX;
@@ -304,6 +309,9 @@ case_contended(const bench_config &cfg, sink &out)
 										   cfg.duration_s, ag.gaps);
 					collect(ag, ws, o.run);
 					ag.add_rate(static_cast<double>(o.sections) / o.run.seconds);
+					ag.server_cpu_s += o.server_cpu_s;
+					ag.driver_cpu_s += o.driver_cpu_s;
+					ag.done += o.sections;
 					++ag.rounds;
 					ag.overlaps += o.overlaps;
 					double fair = o.fewest == 0 ? INFINITY
@@ -327,6 +335,7 @@ case_contended(const bench_config &cfg, sink &out)
 			if (ag.rounds > 0)
 				out.put(id, sys, c, "cs_per_s", ag.rate());
 			put_spread(out, id, sys, c, "cs_per_s", ag);
+			put_cpu(out, id, sys, c, ag);
 			if (!ag.gaps.empty()) {
 				out.put(id, sys, c, "handoff_p50_us", percentile_us(ag.gaps, 0.50));
 				out.put(id, sys, c, "handoff_p99_us", percentile_us(ag.gaps, 0.99));
