@@ -18,21 +18,17 @@
 namespace bench {
 
 #ifdef DLOCK_BENCH_HAVE_CLIENT
-std::unique_ptr<lock_session> make_client_session(const system_options &opts);
+std::unique_ptr<lock_session> make_client_session(const system_options& opts);
 #endif
 
 namespace {
 
-int
-backend_pid(pg_conn &c)
-{
-	return static_cast<int>(c.exec("SELECT pg_backend_pid()").int64(0, 0));
+int backend_pid(pg_conn& c) {
+    return static_cast<int>(c.exec("SELECT pg_backend_pid()").int64(0, 0));
 }
 
-std::string
-interval_text(std::chrono::milliseconds ms)
-{
-	return std::to_string(ms.count()) + " milliseconds";
+std::string interval_text(std::chrono::milliseconds ms) {
+    return std::to_string(ms.count()) + " milliseconds";
 }
 
 // ---------------------------------------------------------------------------
@@ -40,63 +36,52 @@ interval_text(std::chrono::milliseconds ms)
 // ---------------------------------------------------------------------------
 class dlock_sql_session final : public lock_session {
 public:
-	explicit dlock_sql_session(const system_options &opts)
-		: m_conn(opts.conninfo), m_ttl(interval_text(opts.ttl)), m_wait(interval_text(opts.wait))
-	{
-		m_conn.prepare("acq", "SELECT owner_token, fencing_token FROM dlock.try_acquire($1, $2::interval)");
-		m_conn.prepare("acqw",
-					   "SELECT owner_token, fencing_token FROM dlock.acquire($1, $2::interval, $3::interval)");
-		m_conn.prepare("rel", "SELECT dlock.release($1, $2::uuid)");
-		m_conn.prepare("ren", "SELECT dlock.renew($1, $2::uuid, $3::interval)");
-	}
+    explicit dlock_sql_session(const system_options& opts)
+        : m_conn(opts.conninfo), m_ttl(interval_text(opts.ttl)), m_wait(interval_text(opts.wait)) {
+        m_conn.prepare("acq", "SELECT owner_token, fencing_token FROM dlock.try_acquire($1, $2::interval)");
+        m_conn.prepare("acqw", "SELECT owner_token, fencing_token FROM dlock.acquire($1, $2::interval, $3::interval)");
+        m_conn.prepare("rel", "SELECT dlock.release($1, $2::uuid)");
+        m_conn.prepare("ren", "SELECT dlock.renew($1, $2::uuid, $3::interval)");
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		return to_lease(name, m_conn.run("acq", {name.c_str(), m_ttl.c_str()}));
-	}
+    lease try_acquire(const std::string& name) override {
+        return to_lease(name, m_conn.run("acq", {name.c_str(), m_ttl.c_str()}));
+    }
 
-	lease acquire(const std::string &name) override
-	{
-		try {
-			return to_lease(name, m_conn.run("acqw", {name.c_str(), m_ttl.c_str(), m_wait.c_str()}));
-		} catch (const pg_error &e) {
-			if (e.sqlstate() == "55P03")
-				return lease{name, "", 0, false};
-			throw;
-		}
-	}
+    lease acquire(const std::string& name) override {
+        try {
+            return to_lease(name, m_conn.run("acqw", {name.c_str(), m_ttl.c_str(), m_wait.c_str()}));
+        } catch (const pg_error& e) {
+            if (e.sqlstate() == "55P03") return lease{name, "", 0, false};
+            throw;
+        }
+    }
 
-	void release(const lease &l) override
-	{
-		if (!m_conn.run("rel", {l.name.c_str(), l.owner.c_str()}).boolean(0, 0))
-			throw std::runtime_error("dlock.release returned false for \"" + l.name + "\"");
-	}
+    void release(const lease& l) override {
+        if (!m_conn.run("rel", {l.name.c_str(), l.owner.c_str()}).boolean(0, 0))
+            throw std::runtime_error("dlock.release returned false for \"" + l.name + "\"");
+    }
 
-	bool renew(const lease &l) override
-	{
-		return !m_conn.run("ren", {l.name.c_str(), l.owner.c_str(), m_ttl.c_str()}).is_null(0, 0);
-	}
+    bool renew(const lease& l) override {
+        return !m_conn.run("ren", {l.name.c_str(), l.owner.c_str(), m_ttl.c_str()}).is_null(0, 0);
+    }
 
-	pg_conn *pg() override { return &m_conn; }
-	int server_pid() override
-	{
-		if (m_pid == 0)
-			m_pid = backend_pid(m_conn);
-		return m_pid;
-	}
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
 
 private:
-	static lease to_lease(const std::string &name, const pg_result &r)
-	{
-		if (r.rows() != 1 || r.is_null(0, 0))
-			return lease{name, "", 0, false};
-		return lease{name, r.text(0, 0), r.int64(0, 1), true};
-	}
+    static lease to_lease(const std::string& name, const pg_result& r) {
+        if (r.rows() != 1 || r.is_null(0, 0)) return lease{name, "", 0, false};
+        return lease{name, r.text(0, 0), r.int64(0, 1), true};
+    }
 
-	pg_conn m_conn;
-	int m_pid = 0;
-	std::string m_ttl;
-	std::string m_wait;
+    pg_conn m_conn;
+    int m_pid = 0;
+    std::string m_ttl;
+    std::string m_wait;
 };
 
 // ---------------------------------------------------------------------------
@@ -105,57 +90,48 @@ private:
 // ---------------------------------------------------------------------------
 class sql_lease_session final : public lock_session {
 public:
-	explicit sql_lease_session(const system_options &opts)
-		: m_conn(opts.conninfo), m_ttl(interval_text(opts.ttl))
-	{
-		m_rng.seed(opts.seed);
-		m_conn.prepare("acq",
-					   "INSERT INTO bench.distributed_lock AS l "
-					   "(lock_name, owner_token, fencing_seq, lease_until, updated_at) "
-					   "VALUES ($1, $2, 1, now() + $3::interval, now()) "
-					   "ON CONFLICT (lock_name) DO UPDATE "
-					   "SET owner_token = excluded.owner_token, fencing_seq = l.fencing_seq + 1, "
-					   "lease_until = excluded.lease_until, updated_at = excluded.updated_at "
-					   "WHERE l.lease_until < now() "
-					   "RETURNING fencing_seq");
-		m_conn.prepare("rel", "DELETE FROM bench.distributed_lock WHERE lock_name = $1 AND owner_token = $2");
-		m_conn.prepare("ren",
-					   "UPDATE bench.distributed_lock SET lease_until = now() + $3::interval, updated_at = now() "
-					   "WHERE lock_name = $1 AND owner_token = $2 AND lease_until >= now()");
-	}
+    explicit sql_lease_session(const system_options& opts) : m_conn(opts.conninfo), m_ttl(interval_text(opts.ttl)) {
+        m_rng.seed(opts.seed);
+        m_conn.prepare("acq", "INSERT INTO bench.distributed_lock AS l "
+                              "(lock_name, owner_token, fencing_seq, lease_until, updated_at) "
+                              "VALUES ($1, $2, 1, now() + $3::interval, now()) "
+                              "ON CONFLICT (lock_name) DO UPDATE "
+                              "SET owner_token = excluded.owner_token, fencing_seq = l.fencing_seq + 1, "
+                              "lease_until = excluded.lease_until, updated_at = excluded.updated_at "
+                              "WHERE l.lease_until < now() "
+                              "RETURNING fencing_seq");
+        m_conn.prepare("rel", "DELETE FROM bench.distributed_lock WHERE lock_name = $1 AND owner_token = $2");
+        m_conn.prepare("ren",
+                       "UPDATE bench.distributed_lock SET lease_until = now() + $3::interval, updated_at = now() "
+                       "WHERE lock_name = $1 AND owner_token = $2 AND lease_until >= now()");
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		std::string owner = random_uuid(m_rng);
-		pg_result r = m_conn.run("acq", {name.c_str(), owner.c_str(), m_ttl.c_str()});
-		if (r.rows() != 1)
-			return lease{name, "", 0, false};
-		return lease{name, owner, r.int64(0, 0), true};
-	}
+    lease try_acquire(const std::string& name) override {
+        std::string owner = random_uuid(m_rng);
+        pg_result r = m_conn.run("acq", {name.c_str(), owner.c_str(), m_ttl.c_str()});
+        if (r.rows() != 1) return lease{name, "", 0, false};
+        return lease{name, owner, r.int64(0, 0), true};
+    }
 
-	void release(const lease &l) override
-	{
-		if (m_conn.run("rel", {l.name.c_str(), l.owner.c_str()}).affected() != 1)
-			throw std::runtime_error("hand-written release deleted no row for \"" + l.name + "\"");
-	}
+    void release(const lease& l) override {
+        if (m_conn.run("rel", {l.name.c_str(), l.owner.c_str()}).affected() != 1)
+            throw std::runtime_error("hand-written release deleted no row for \"" + l.name + "\"");
+    }
 
-	bool renew(const lease &l) override
-	{
-		return m_conn.run("ren", {l.name.c_str(), l.owner.c_str(), m_ttl.c_str()}).affected() == 1;
-	}
+    bool renew(const lease& l) override {
+        return m_conn.run("ren", {l.name.c_str(), l.owner.c_str(), m_ttl.c_str()}).affected() == 1;
+    }
 
-	pg_conn *pg() override { return &m_conn; }
-	int server_pid() override
-	{
-		if (m_pid == 0)
-			m_pid = backend_pid(m_conn);
-		return m_pid;
-	}
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
 
 private:
-	pg_conn m_conn;
-	int m_pid = 0;
-	std::string m_ttl;
+    pg_conn m_conn;
+    int m_pid = 0;
+    std::string m_ttl;
 };
 
 // ---------------------------------------------------------------------------
@@ -164,46 +140,40 @@ private:
 // ---------------------------------------------------------------------------
 class advisory_session final : public lock_session {
 public:
-	explicit advisory_session(const system_options &opts) : m_conn(opts.conninfo)
-	{
-		m_conn.prepare("try", "SELECT pg_try_advisory_lock($1::bigint)");
-		m_conn.prepare("lock", "SELECT pg_advisory_lock($1::bigint)");
-		m_conn.prepare("unlock", "SELECT pg_advisory_unlock($1::bigint)");
-	}
+    explicit advisory_session(const system_options& opts) : m_conn(opts.conninfo) {
+        m_conn.prepare("try", "SELECT pg_try_advisory_lock($1::bigint)");
+        m_conn.prepare("lock", "SELECT pg_advisory_lock($1::bigint)");
+        m_conn.prepare("unlock", "SELECT pg_advisory_unlock($1::bigint)");
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		std::string key = std::to_string(advisory_key(name));
-		bool ok = m_conn.run("try", {key.c_str()}).boolean(0, 0);
-		return lease{name, key, 0, ok};
-	}
+    lease try_acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        bool ok = m_conn.run("try", {key.c_str()}).boolean(0, 0);
+        return lease{name, key, 0, ok};
+    }
 
-	lease acquire(const std::string &name) override
-	{
-		std::string key = std::to_string(advisory_key(name));
-		m_conn.run("lock", {key.c_str()});
-		return lease{name, key, 0, true};
-	}
+    lease acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        m_conn.run("lock", {key.c_str()});
+        return lease{name, key, 0, true};
+    }
 
-	void release(const lease &l) override
-	{
-		if (!m_conn.run("unlock", {l.owner.c_str()}).boolean(0, 0))
-			throw std::runtime_error("pg_advisory_unlock returned false");
-	}
+    void release(const lease& l) override {
+        if (!m_conn.run("unlock", {l.owner.c_str()}).boolean(0, 0))
+            throw std::runtime_error("pg_advisory_unlock returned false");
+    }
 
-	bool renew(const lease &) override { throw std::logic_error("advisory locks have no lease to renew"); }
-	bool can_renew() const override { return false; }
-	pg_conn *pg() override { return &m_conn; }
-	int server_pid() override
-	{
-		if (m_pid == 0)
-			m_pid = backend_pid(m_conn);
-		return m_pid;
-	}
+    bool renew(const lease&) override { throw std::logic_error("advisory locks have no lease to renew"); }
+    [[nodiscard]] bool can_renew() const override { return false; }
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
 
 private:
-	pg_conn m_conn;
-	int m_pid = 0;
+    pg_conn m_conn;
+    int m_pid = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -213,117 +183,104 @@ private:
 // ---------------------------------------------------------------------------
 class advisory_xact_session final : public lock_session {
 public:
-	explicit advisory_xact_session(const system_options &opts) : m_conn(opts.conninfo)
-	{
-		m_conn.prepare("lock", "SELECT pg_advisory_xact_lock($1::bigint)");
-	}
+    explicit advisory_xact_session(const system_options& opts) : m_conn(opts.conninfo) {
+        m_conn.prepare("lock", "SELECT pg_advisory_xact_lock($1::bigint)");
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		std::string key = std::to_string(advisory_key(name));
-		m_conn.run("lock", {key.c_str()});
-		return lease{name, key, 0, true};
-	}
+    lease try_acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        m_conn.run("lock", {key.c_str()});
+        return lease{name, key, 0, true};
+    }
 
-	lease acquire(const std::string &name) override
-	{
-		std::string key = std::to_string(advisory_key(name));
-		m_conn.exec("BEGIN");
-		m_conn.run("lock", {key.c_str()});
-		m_in_txn = true;
-		return lease{name, key, 0, true};
-	}
+    lease acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        m_conn.exec("BEGIN");
+        m_conn.run("lock", {key.c_str()});
+        m_in_txn = true;
+        return lease{name, key, 0, true};
+    }
 
-	void release(const lease &) override
-	{
-		if (m_in_txn) {
-			m_in_txn = false;
-			m_conn.exec("COMMIT");
-		}
-	}
+    void release(const lease&) override {
+        if (m_in_txn) {
+            m_in_txn = false;
+            m_conn.exec("COMMIT");
+        }
+    }
 
-	bool renew(const lease &) override { throw std::logic_error("advisory locks have no lease to renew"); }
-	bool can_renew() const override { return false; }
-	bool release_costs_round_trip() const override { return false; }
-	pg_conn *pg() override { return &m_conn; }
-	int server_pid() override
-	{
-		if (m_pid == 0)
-			m_pid = backend_pid(m_conn);
-		return m_pid;
-	}
+    bool renew(const lease&) override { throw std::logic_error("advisory locks have no lease to renew"); }
+    [[nodiscard]] bool can_renew() const override { return false; }
+    [[nodiscard]] bool release_costs_round_trip() const override { return false; }
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
 
 private:
-	pg_conn m_conn;
-	int m_pid = 0;
-	bool m_in_txn = false;
+    pg_conn m_conn;
+    int m_pid = 0;
+    bool m_in_txn = false;
 };
 
 // ---------------------------------------------------------------------------
 // Redis: SET key token NX PX ttl, compare-and-delete / compare-and-pexpire in
 // Lua. Not durable, no fencing.
 // ---------------------------------------------------------------------------
-const char *const release_script =
-	"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-const char *const renew_script =
-	"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
-	"else return 0 end";
+const char* const release_script =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const char* const renew_script =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) "
+    "else return 0 end";
 
 class redis_session final : public lock_session {
 public:
-	explicit redis_session(const system_options &opts)
-		: m_conn(opts.redis_host, opts.redis_port), m_ttl(std::to_string(opts.ttl.count()))
-	{
-		m_rng.seed(opts.seed);
-		m_release_sha = load(release_script);
-		m_renew_sha = load(renew_script);
-	}
+    explicit redis_session(const system_options& opts)
+        : m_conn(opts.redis_host, opts.redis_port), m_ttl(std::to_string(opts.ttl.count())) {
+        m_rng.seed(opts.seed);
+        m_release_sha = load(release_script);
+        m_renew_sha = load(renew_script);
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		std::string owner = random_uuid(m_rng);
-		redis_reply r = m_conn.command({"SET", name, owner, "NX", "PX", m_ttl});
-		bool ok = r->type == REDIS_REPLY_STATUS;
-		return lease{name, owner, 0, ok};
-	}
+    lease try_acquire(const std::string& name) override {
+        std::string owner = random_uuid(m_rng);
+        redis_reply r = m_conn.command({"SET", name, owner, "NX", "PX", m_ttl});
+        bool ok = r->type == REDIS_REPLY_STATUS;
+        return lease{name, owner, 0, ok};
+    }
 
-	void release(const lease &l) override
-	{
-		redis_reply r = m_conn.command({"EVALSHA", m_release_sha, "1", l.name, l.owner});
-		if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
-			throw std::runtime_error("redis release deleted nothing for \"" + l.name + "\"");
-	}
+    void release(const lease& l) override {
+        redis_reply r = m_conn.command({"EVALSHA", m_release_sha, "1", l.name, l.owner});
+        if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+            throw std::runtime_error("redis release deleted nothing for \"" + l.name + "\"");
+    }
 
-	bool renew(const lease &l) override
-	{
-		redis_reply r = m_conn.command({"EVALSHA", m_renew_sha, "1", l.name, l.owner, m_ttl});
-		return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	}
+    bool renew(const lease& l) override {
+        redis_reply r = m_conn.command({"EVALSHA", m_renew_sha, "1", l.name, l.owner, m_ttl});
+        return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    }
 
-	int server_pid() override
-	{
-		if (m_pid == 0) {
-			redis_reply r = m_conn.command({"INFO", "server"});
-			std::string info(r->str, r->len);
-			auto at = info.find("process_id:");
-			if (at != std::string::npos)
-				m_pid = std::atoi(info.c_str() + at + 11);
-		}
-		return m_pid;
-	}
+    int server_pid() override {
+        if (m_pid == 0) {
+            redis_reply r = m_conn.command({"INFO", "server"});
+            std::string info(r->str, r->len);
+            auto at = info.find("process_id:");
+            if (at != std::string::npos) m_pid = std::atoi(info.c_str() + at + 11);
+        }
+        return m_pid;
+    }
 
 private:
-	std::string load(const char *script)
-	{
-		redis_reply r = m_conn.command({"SCRIPT", "LOAD", script});
-		return std::string(r->str, r->len);
-	}
+    std::string load(const char* script) {
+        redis_reply r = m_conn.command({"SCRIPT", "LOAD", script});
+        return std::string(r->str, r->len);
+    }
 
-	redis_conn m_conn;
-	int m_pid = 0;
-	std::string m_ttl;
-	std::string m_release_sha;
-	std::string m_renew_sha;
+    redis_conn m_conn;
+    int m_pid = 0;
+    std::string m_ttl;
+    std::string m_release_sha;
+    std::string m_renew_sha;
 };
 
 // ---------------------------------------------------------------------------
@@ -331,216 +288,173 @@ private:
 // ---------------------------------------------------------------------------
 class floor_session final : public lock_session {
 public:
-	enum class kind { select1, update, update_async };
+    enum class kind { select1, update, update_async };
 
-	floor_session(const system_options &opts, kind k)
-		: m_conn(opts.conninfo), m_slot(std::to_string(opts.slot))
-	{
-		if (k == kind::select1) {
-			m_conn.prepare("op", "SELECT 1");
-			m_has_param = false;
-		} else {
-			if (k == kind::update_async)
-				m_conn.exec("SET synchronous_commit = off");
-			m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
-		}
-	}
+    floor_session(const system_options& opts, kind k) : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)) {
+        if (k == kind::select1) {
+            m_conn.prepare("op", "SELECT 1");
+            m_has_param = false;
+        } else {
+            if (k == kind::update_async) m_conn.exec("SET synchronous_commit = off");
+            m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
+        }
+    }
 
-	lease try_acquire(const std::string &name) override
-	{
-		op();
-		return lease{name, "", 0, true};
-	}
+    lease try_acquire(const std::string& name) override {
+        op();
+        return lease{name, "", 0, true};
+    }
 
-	void release(const lease &) override {}
+    void release(const lease&) override {}
 
-	bool renew(const lease &) override
-	{
-		op();
-		return true;
-	}
+    bool renew(const lease&) override {
+        op();
+        return true;
+    }
 
-	bool release_costs_round_trip() const override { return false; }
-	pg_conn *pg() override { return &m_conn; }
-	int server_pid() override
-	{
-		if (m_pid == 0)
-			m_pid = backend_pid(m_conn);
-		return m_pid;
-	}
+    [[nodiscard]] bool release_costs_round_trip() const override { return false; }
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
 
 private:
-	void op()
-	{
-		if (m_has_param)
-			m_conn.run("op", {m_slot.c_str()});
-		else
-			m_conn.run("op", {});
-	}
+    void op() {
+        if (m_has_param)
+            m_conn.run("op", {m_slot.c_str()});
+        else
+            m_conn.run("op", {});
+    }
 
-	pg_conn m_conn;
-	int m_pid = 0;
-	std::string m_slot;
-	bool m_has_param = true;
+    pg_conn m_conn;
+    int m_pid = 0;
+    std::string m_slot;
+    bool m_has_param = true;
 };
 
-}	// namespace
+} // namespace
 
-lease
-lock_session::acquire(const std::string &name)
-{
-	std::chrono::microseconds backoff{100};
-	const std::chrono::microseconds cap{5000};
-	for (;;) {
-		lease l = try_acquire(name);
-		if (l.held)
-			return l;
-		std::uniform_int_distribution<long> jitter(backoff.count() / 2, backoff.count());
-		std::this_thread::sleep_for(std::chrono::microseconds(jitter(m_rng)));
-		backoff = std::min(cap, backoff * 2);
-	}
+lease lock_session::acquire(const std::string& name) {
+    std::chrono::microseconds backoff{100};
+    const std::chrono::microseconds cap{5000};
+    for (;;) {
+        lease l = try_acquire(name);
+        if (l.held) return l;
+        std::uniform_int_distribution<long> jitter(backoff.count() / 2, backoff.count());
+        std::this_thread::sleep_for(std::chrono::microseconds(jitter(m_rng)));
+        backoff = std::min(cap, backoff * 2);
+    }
 }
 
-void
-prepare_schema(pg_conn &conn)
-{
-	conn.exec("SET client_min_messages = warning");
-	conn.exec("CREATE SCHEMA IF NOT EXISTS bench");
-	// The table of the design document, verbatim.
-	conn.exec("CREATE TABLE IF NOT EXISTS bench.distributed_lock ("
-			  " lock_name varchar(200) PRIMARY KEY,"
-			  " owner_token varchar(100) NOT NULL,"
-			  " fencing_seq bigint NOT NULL,"
-			  " lease_until timestamp NOT NULL,"
-			  " updated_at timestamp NOT NULL)");
-	conn.exec("CREATE TABLE IF NOT EXISTS bench.floor (id int PRIMARY KEY, n bigint NOT NULL)");
-	conn.exec("INSERT INTO bench.floor SELECT g, 0 FROM generate_series(0, 1023) g ON CONFLICT DO NOTHING");
-	conn.exec("CREATE TABLE IF NOT EXISTS bench.account ("
-			  " id int PRIMARY KEY, balance bigint NOT NULL, fencing_token bigint NOT NULL)");
-	conn.exec("INSERT INTO bench.account SELECT g, 0, 0 FROM generate_series(0, 1023) g ON CONFLICT DO NOTHING");
-	conn.exec("RESET client_min_messages");
+void prepare_schema(pg_conn& conn) {
+    conn.exec("SET client_min_messages = warning");
+    conn.exec("CREATE SCHEMA IF NOT EXISTS bench");
+    // The table of the design document, verbatim.
+    conn.exec("CREATE TABLE IF NOT EXISTS bench.distributed_lock ("
+              " lock_name varchar(200) PRIMARY KEY,"
+              " owner_token varchar(100) NOT NULL,"
+              " fencing_seq bigint NOT NULL,"
+              " lease_until timestamp NOT NULL,"
+              " updated_at timestamp NOT NULL)");
+    conn.exec("CREATE TABLE IF NOT EXISTS bench.floor (id int PRIMARY KEY, n bigint NOT NULL)");
+    conn.exec("INSERT INTO bench.floor SELECT g, 0 FROM generate_series(0, 1023) g ON CONFLICT DO NOTHING");
+    conn.exec("CREATE TABLE IF NOT EXISTS bench.account ("
+              " id int PRIMARY KEY, balance bigint NOT NULL, fencing_token bigint NOT NULL)");
+    conn.exec("INSERT INTO bench.account SELECT g, 0, 0 FROM generate_series(0, 1023) g ON CONFLICT DO NOTHING");
+    conn.exec("RESET client_min_messages");
 }
 
-const std::vector<std::string> &
-known_systems()
-{
-	static const std::vector<std::string> systems = {
-		"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact",
-		"redis", "floor-select1", "floor-update", "floor-update-async",
-	};
-	return systems;
+const std::vector<std::string>& known_systems() {
+    static const std::vector<std::string> systems = {
+        "dlock-sql", "dlock-cpp",     "sql-lease",    "advisory",           "advisory-xact",
+        "redis",     "floor-select1", "floor-update", "floor-update-async",
+    };
+    return systems;
 }
 
-bool
-system_uses_pg_dlock(const std::string &system)
-{
-	return system.rfind("dlock-", 0) == 0;
+bool system_uses_pg_dlock(const std::string& system) {
+    return system.rfind("dlock-", 0) == 0;
 }
 
-bool
-system_is_floor(const std::string &system)
-{
-	return system.rfind("floor-", 0) == 0;
+bool system_is_floor(const std::string& system) {
+    return system.rfind("floor-", 0) == 0;
 }
 
-bool
-system_available(const std::string &system)
-{
+bool system_available(const std::string& system) {
 #ifdef DLOCK_BENCH_HAVE_CLIENT
-	(void) system;
-	return true;
+    (void)system;
+    return true;
 #else
-	return system != "dlock-cpp";
+    return system != "dlock-cpp";
 #endif
 }
 
-std::unique_ptr<lock_session>
-make_session(const std::string &system, const system_options &opts)
-{
-	if (system == "dlock-sql")
-		return std::make_unique<dlock_sql_session>(opts);
-	if (system == "dlock-cpp") {
+std::unique_ptr<lock_session> make_session(const std::string& system, const system_options& opts) {
+    if (system == "dlock-sql") return std::make_unique<dlock_sql_session>(opts);
+    if (system == "dlock-cpp") {
 #ifdef DLOCK_BENCH_HAVE_CLIENT
-		return make_client_session(opts);
+        return make_client_session(opts);
 #else
-		throw std::invalid_argument("dlock-cpp: the driver was built without the C++ client library");
+        throw std::invalid_argument("dlock-cpp: the driver was built without the C++ client library");
 #endif
-	}
-	if (system == "sql-lease")
-		return std::make_unique<sql_lease_session>(opts);
-	if (system == "advisory")
-		return std::make_unique<advisory_session>(opts);
-	if (system == "advisory-xact")
-		return std::make_unique<advisory_xact_session>(opts);
-	if (system == "redis")
-		return std::make_unique<redis_session>(opts);
-	if (system == "floor-select1")
-		return std::make_unique<floor_session>(opts, floor_session::kind::select1);
-	if (system == "floor-update")
-		return std::make_unique<floor_session>(opts, floor_session::kind::update);
-	if (system == "floor-update-async")
-		return std::make_unique<floor_session>(opts, floor_session::kind::update_async);
-	throw std::invalid_argument("unknown system \"" + system + "\"");
+    }
+    if (system == "sql-lease") return std::make_unique<sql_lease_session>(opts);
+    if (system == "advisory") return std::make_unique<advisory_session>(opts);
+    if (system == "advisory-xact") return std::make_unique<advisory_xact_session>(opts);
+    if (system == "redis") return std::make_unique<redis_session>(opts);
+    if (system == "floor-select1") return std::make_unique<floor_session>(opts, floor_session::kind::select1);
+    if (system == "floor-update") return std::make_unique<floor_session>(opts, floor_session::kind::update);
+    if (system == "floor-update-async") return std::make_unique<floor_session>(opts, floor_session::kind::update_async);
+    throw std::invalid_argument("unknown system \"" + system + "\"");
 }
 
-std::string
-random_uuid(std::mt19937_64 &rng)
-{
-	std::uint64_t hi = rng();
-	std::uint64_t lo = rng();
-	hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;	// version 4
-	lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;	// variant 1
-	char buf[37];
-	std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
-				  static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
-				  static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
-	return buf;
+std::string random_uuid(std::mt19937_64& rng) {
+    std::uint64_t hi = rng();
+    std::uint64_t lo = rng();
+    hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL; // version 4
+    lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; // variant 1
+    char buf[37];
+    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                  static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                  static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+    return buf;
 }
 
-std::int64_t
-advisory_key(const std::string &name) noexcept
-{
-	std::uint64_t h = 1469598103934665603ULL;	// FNV-1a
-	for (unsigned char c : name) {
-		h ^= c;
-		h *= 1099511628211ULL;
-	}
-	return static_cast<std::int64_t>(h);
+std::int64_t advisory_key(const std::string& name) noexcept {
+    std::uint64_t h = 1469598103934665603ULL; // FNV-1a
+    for (unsigned char c : name) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return static_cast<std::int64_t>(h);
 }
 
-double
-process_cpu_seconds(int pid)
-{
-	if (pid <= 0)
-		return NAN;
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string line;
-	if (!std::getline(in, line))
-		return NAN;
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	auto close = line.rfind(')');
-	if (close == std::string::npos)
-		return NAN;
-	const char *p = line.c_str() + close + 2;	// field 3, the state
-	for (int field = 3; field < 14; ++field) {
-		p = std::strchr(p, ' ');
-		if (p == nullptr)
-			return NAN;
-		++p;
-	}
-	char *end = nullptr;
-	double utime = std::strtod(p, &end);
-	double stime = std::strtod(end, nullptr);
-	return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+double process_cpu_seconds(int pid) {
+    if (pid <= 0) return NAN;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return NAN;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    auto close = line.rfind(')');
+    if (close == std::string::npos) return NAN;
+    const char* p = line.c_str() + close + 2; // field 3, the state
+    for (int field = 3; field < 14; ++field) {
+        p = std::strchr(p, ' ');
+        if (p == nullptr) return NAN;
+        ++p;
+    }
+    char* end = nullptr;
+    double utime = std::strtod(p, &end);
+    double stime = std::strtod(end, nullptr);
+    return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-double
-own_cpu_seconds()
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-		   static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+double own_cpu_seconds() {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-}	// namespace bench
+} // namespace bench
