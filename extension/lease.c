@@ -336,7 +336,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 			if (attempt.acquired || waited_usecs >= wait_usecs)
 			{
-				dlock_wait_finish(round > 0, waited_usecs);
+				dlock_wait_finish(attempt.acquired, round > 0, waited_usecs);
 				break;
 			}
 			dlock_wait_join(slot);

@@ -89,7 +89,7 @@ extern void dlock_wait_join(int slot);
 extern void dlock_wait_leave(int slot);
 extern void dlock_wait_defer(int slot, int64 remaining_usecs);
 extern void dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int round);
-extern void dlock_wait_finish(bool waited, int64 waited_usecs);
+extern void dlock_wait_finish(bool acquired, bool waited, int64 waited_usecs);
 extern void dlock_wake_waiters(text *lock_name);
 extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);

@@ -9,8 +9,12 @@
  *
  * When pg_dlock is preloaded, each lock name hashes to one of WAIT_SLOTS
  * condition variables in shared memory. A transaction that released or
- * force-released a lease broadcasts on its slots once it has committed (not
- * before: the release is invisible until then), so waiters retry at once.
+ * force-released a lease signals its slot once it has committed (not before:
+ * the release is invisible until then). Signalling wakes one waiter, the one
+ * that has waited longest, so a handoff costs one wake-up rather than one
+ * per waiter. The slot records which name was released; a waiter for another
+ * name that shares the slot hands the signal on (once per release, so the
+ * hand-over cannot go round for ever).
  * Without preloading, waiters poll.
  *
  * For fairness, a new dlock.acquire call that finds others already waiting on
@@ -29,6 +33,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -56,8 +61,10 @@
 
 typedef struct DlockWaitSlot
 {
-	ConditionVariable cv;		/* broadcast when a lease of the slot ends */
+	ConditionVariable cv;		/* signalled when a lease of the slot ends */
 	pg_atomic_uint32 waiters;	/* dlock.acquire calls waiting on the slot */
+	pg_atomic_uint32 released_hash; /* name hash of the last release, 0 = any */
+	pg_atomic_uint32 released_seq;	/* counts releases on the slot */
 } DlockWaitSlot;
 
 typedef struct DlockWaitShared
@@ -70,15 +77,32 @@ static DlockWaitShared *wait_shared = NULL;
 /* Whether this backend is counted in a slot's waiters */
 static bool joined = false;
 
-/* Slots this transaction must wake up when it commits */
+/* Name hash this backend waits for, and the last release it handed on */
+static uint32 waiting_hash = 0;
+static uint32 handed_on_seq = 0;
+
+/* Whether the current wait ended with the lock acquired */
+static bool wait_acquired = false;
+
+/* Slots this transaction must wake up when it commits, with the name hash */
 static uint64 pending_wakeups[WAIT_SLOTS / 64];
+static uint32 pending_hash[WAIT_SLOTS];
 static bool any_pending_wakeup = false;
+
+/* Hash of a lock name, never 0 (0 means "any name" in released_hash) */
+static uint32
+name_hash(text *lock_name)
+{
+	uint32		hash = hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
+								  VARSIZE_ANY_EXHDR(lock_name));
+
+	return hash == 0 ? 1 : hash;
+}
 
 static int
 wait_slot(text *lock_name)
 {
-	return hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
-					  VARSIZE_ANY_EXHDR(lock_name)) % WAIT_SLOTS;
+	return name_hash(lock_name) % WAIT_SLOTS;
 }
 
 static int64
@@ -103,9 +127,53 @@ dlock_wait_prepare(text *lock_name)
 {
 	int			slot = wait_slot(lock_name);
 
+	waiting_hash = name_hash(lock_name);
+	wait_acquired = false;
 	if (wait_shared != NULL)
+	{
+		handed_on_seq = pg_atomic_read_u32(&wait_shared->slots[slot].released_seq);
 		ConditionVariablePrepareToSleep(&wait_shared->slots[slot].cv);
+	}
 	return slot;
+}
+
+/*
+ * Sleep on the slot's condition variable for up to timeout_ms. A signal
+ * that was meant for another name of the slot is handed on to the next
+ * waiter, and the sleep goes on.
+ */
+static void
+sleep_on_slot(int slot, int64 timeout_ms)
+{
+	DlockWaitSlot *s = &wait_shared->slots[slot];
+	instr_time	start;
+
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		instr_time	elapsed;
+		int64		left_ms;
+		uint32		seq;
+		uint32		released;
+
+		if (ConditionVariableTimedSleep(&s->cv, timeout_ms, PG_WAIT_EXTENSION))
+			return;				/* timed out */
+		seq = pg_atomic_read_u32(&s->released_seq);
+		pg_read_barrier();
+		released = pg_atomic_read_u32(&s->released_hash);
+		if (released == 0 || released == waiting_hash || seq == handed_on_seq)
+			return;				/* ours, or not a release: try again */
+		handed_on_seq = seq;
+		ConditionVariableSignal(&s->cv);
+		CHECK_FOR_INTERRUPTS();
+
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		left_ms = timeout_ms - (int64) INSTR_TIME_GET_MILLISEC(elapsed);
+		if (left_ms <= 0)
+			return;
+		timeout_ms = left_ms;
+	}
 }
 
 /*
@@ -166,6 +234,15 @@ dlock_wait_leave(int slot)
 	Assert(slot == joined_slot);
 	pg_atomic_fetch_sub_u32(&wait_shared->slots[joined_slot].waiters, 1);
 	joined = false;
+
+	/*
+	 * A signal this backend received but did not use (it gave up, or was
+	 * cancelled, before acquiring) must not be lost to the others. Waking one
+	 * more waiter than needed costs one attempt.
+	 */
+	if (!wait_acquired &&
+		pg_atomic_read_u32(&wait_shared->slots[joined_slot].waiters) > 0)
+		ConditionVariableSignal(&wait_shared->slots[joined_slot].cv);
 }
 
 /*
@@ -178,8 +255,7 @@ dlock_wait_defer(int slot, int64 remaining_usecs)
 	int64		sleep_ms = Min(MAX_DEFER_MS, remaining_usecs / 1000);
 
 	if (wait_shared != NULL && sleep_ms > 0)
-		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot].cv,
-										   sleep_ms, PG_WAIT_EXTENSION);
+		sleep_on_slot(slot, sleep_ms);
 	CHECK_FOR_INTERRUPTS();
 }
 
@@ -206,8 +282,7 @@ dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int ro
 	sleep_usecs = Max(sleep_usecs, 1000);
 
 	if (wait_shared != NULL)
-		(void) ConditionVariableTimedSleep(&wait_shared->slots[slot].cv,
-										   sleep_usecs / 1000, PG_WAIT_EXTENSION);
+		sleep_on_slot(slot, sleep_usecs / 1000);
 	else
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -221,10 +296,11 @@ dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int ro
  * The wait is over (acquired or given up); count it if there was one.
  */
 void
-dlock_wait_finish(bool waited, int64 waited_usecs)
+dlock_wait_finish(bool acquired, bool waited, int64 waited_usecs)
 {
+	wait_acquired = acquired;
 	if (wait_shared != NULL)
-		ConditionVariableCancelSleep();
+		(void) ConditionVariableCancelSleep();
 	if (waited)
 	{
 		dlock_count(STAT_WAITS, 1);
@@ -238,11 +314,17 @@ dlock_wait_finish(bool waited, int64 waited_usecs)
 void
 dlock_wake_waiters(text *lock_name)
 {
-	int			slot = wait_slot(lock_name);
+	uint32		hash = name_hash(lock_name);
+	int			slot = hash % WAIT_SLOTS;
+	uint64		bit = UINT64CONST(1) << (slot % 64);
 
 	if (wait_shared == NULL)
 		return;
-	pending_wakeups[slot / 64] |= UINT64CONST(1) << (slot % 64);
+	/* two names of one slot in one transaction: wake every waiter */
+	if ((pending_wakeups[slot / 64] & bit) && pending_hash[slot] != hash)
+		hash = 0;
+	pending_wakeups[slot / 64] |= bit;
+	pending_hash[slot] = hash;
 	any_pending_wakeup = true;
 }
 
@@ -257,7 +339,16 @@ wait_xact_callback(XactEvent event, void *arg)
 			for (int bit = 0; bit < 64 && pending_wakeups[word] != 0; bit++)
 				if (pending_wakeups[word] & (UINT64CONST(1) << bit))
 				{
-					ConditionVariableBroadcast(&wait_shared->slots[word * 64 + bit].cv);
+					int			slot = word * 64 + bit;
+					DlockWaitSlot *s = &wait_shared->slots[slot];
+
+					pg_atomic_write_u32(&s->released_hash, pending_hash[slot]);
+					pg_write_barrier();
+					pg_atomic_fetch_add_u32(&s->released_seq, 1);
+					if (pending_hash[slot] == 0)
+						ConditionVariableBroadcast(&s->cv);
+					else
+						ConditionVariableSignal(&s->cv);
 					pending_wakeups[word] &= ~(UINT64CONST(1) << bit);
 				}
 	}
@@ -291,6 +382,8 @@ dlock_wait_shmem_init(void)
 		{
 			ConditionVariableInit(&wait_shared->slots[i].cv);
 			pg_atomic_init_u32(&wait_shared->slots[i].waiters, 0);
+			pg_atomic_init_u32(&wait_shared->slots[i].released_hash, 0);
+			pg_atomic_init_u32(&wait_shared->slots[i].released_seq, 0);
 		}
 }
 
