@@ -39,6 +39,8 @@ public:
     explicit history_file(const std::string& path);
     history_file(const history_file&) = delete;
     history_file& operator=(const history_file&) = delete;
+    history_file(history_file&&) = delete;
+    history_file& operator=(history_file&&) = delete;
     ~history_file() noexcept;
 
     void append(const record& entry);

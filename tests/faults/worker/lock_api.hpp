@@ -27,13 +27,17 @@ struct lock_settings {
 /// Holds at most one lease at a time (the worker's current one).
 class lock_api {
 public:
+    lock_api() = default;
+    lock_api(const lock_api&) = delete;
+    lock_api& operator=(const lock_api&) = delete;
+    lock_api(lock_api&&) = delete;
+    lock_api& operator=(lock_api&&) = delete;
     virtual ~lock_api() noexcept = default;
 
     /// Acquires lock_name. owner empty: a fresh owner token; otherwise the token of
     /// an earlier uncertain acquire (a retry). `extra` is the wait (mode wait) or the
     /// pause before COMMIT (mode transaction). On ok the lease becomes current.
-    [[nodiscard]] virtual op_result acquire(const std::string& lock_name,
-                                            std::chrono::milliseconds ttl,
+    [[nodiscard]] virtual op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl,
                                             const std::string& owner, acquire_mode mode,
                                             std::chrono::milliseconds extra) = 0;
     /// The local belief: the current lease is still surely held (client clock).
@@ -44,13 +48,10 @@ public:
     [[nodiscard]] virtual op_result release() = 0;
     /// Forgets the current lease without telling the server.
     virtual void forget() noexcept = 0;
-    /// Server process ids of the lock connections (for the orchestrator).
-    [[nodiscard]] virtual std::string backend_pids() const = 0;
     [[nodiscard]] virtual const char* implementation() const noexcept = 0;
 };
 
 /// The client library when compiled with it, libpqxx otherwise (or when forced).
-[[nodiscard]] std::unique_ptr<lock_api> make_lock_api(const lock_settings& settings,
-                                                      bool force_pqxx);
+[[nodiscard]] std::unique_ptr<lock_api> make_lock_api(const lock_settings& settings, bool force_pqxx);
 
 } // namespace faults

@@ -11,8 +11,7 @@ namespace faults {
 
 namespace {
 
-dlock::client_options client_settings(const lock_settings& settings)
-{
+dlock::client_options client_settings(const lock_settings& settings) {
     dlock::client_options o;
     o.connection_string = settings.conninfo + " application_name=faults-" + settings.worker_id + "-lock";
     o.holder = settings.worker_id;
@@ -27,14 +26,10 @@ class client_lock_api final : public lock_api {
 public:
     explicit client_lock_api(const lock_settings& settings)
         : m_client(client_settings(settings)),
-          m_txn_session(settings.conninfo, "faults-" + settings.worker_id + "-txn")
-    {
-    }
+          m_txn_session(settings.conninfo, "faults-" + settings.worker_id + "-txn") {}
 
-    op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl,
-                      const std::string& owner, acquire_mode mode,
-                      std::chrono::milliseconds extra) override
-    {
+    op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl, const std::string& owner,
+                      acquire_mode mode, std::chrono::milliseconds extra) override {
         forget();
         dlock::lease_options lo;
         lo.ttl = ttl;
@@ -43,8 +38,7 @@ public:
         op_result r;
         r.owner = owner;
         try {
-            if (mode == acquire_mode::transaction)
-                return acquire_in_transaction(lock_name, lo, extra);
+            if (mode == acquire_mode::transaction) return acquire_in_transaction(lock_name, lo, extra);
             if (mode == acquire_mode::wait) {
                 m_lease.emplace(m_client.acquire(lock_name, extra, lo));
             } else {
@@ -64,21 +58,18 @@ public:
             r.why = "55P03";
         } catch (...) {
             r = classify(std::current_exception(), true, m_txn_session);
-            if (r.owner.empty())
-                r.owner = owner;
+            if (r.owner.empty()) r.owner = owner;
         }
         return r;
     }
 
-    bool lease_valid() const override { return m_lease && m_lease->valid(); }
+    [[nodiscard]] bool lease_valid() const override { return m_lease && m_lease->valid(); }
 
-    std::chrono::milliseconds time_left() const override
-    {
+    [[nodiscard]] std::chrono::milliseconds time_left() const override {
         return m_lease ? m_lease->time_left() : std::chrono::milliseconds{0};
     }
 
-    op_result renew() override
-    {
+    op_result renew() override {
         op_result r;
         if (!m_lease) {
             r.kind = result_kind::fail;
@@ -88,16 +79,14 @@ public:
         r.owner = m_lease->owner_token();
         try {
             r.kind = from_outcome(m_lease->renew());
-            if (r.kind == result_kind::refused)
-                r.why = "not_held";
+            if (r.kind == result_kind::refused) r.why = "not_held";
         } catch (...) {
             r = classify(std::current_exception(), true, m_txn_session);
         }
         return r;
     }
 
-    op_result release() override
-    {
+    op_result release() override {
         op_result r;
         if (!m_lease) {
             r.kind = result_kind::fail;
@@ -106,14 +95,12 @@ public:
         }
         r.owner = m_lease->owner_token();
         r.kind = from_outcome(m_lease->release());
-        if (r.kind == result_kind::refused)
-            r.why = "not_held";
+        if (r.kind == result_kind::refused) r.why = "not_held";
         m_lease.reset();
         return r;
     }
 
-    void forget() noexcept override
-    {
+    void forget() noexcept override {
         if (m_lease) {
             // The worker always calls release() first, so this destructor call
             // has nothing left to release.
@@ -122,27 +109,20 @@ public:
         }
     }
 
-    std::string backend_pids() const override { return ""; }
-
-    const char* implementation() const noexcept override { return "client"; }
+    [[nodiscard]] const char* implementation() const noexcept override { return "client"; }
 
 private:
-    static result_kind from_outcome(dlock::outcome o)
-    {
+    static result_kind from_outcome(dlock::outcome o) {
         switch (o) {
-        case dlock::outcome::done:
-            return result_kind::ok;
-        case dlock::outcome::refused:
-            return result_kind::refused;
-        case dlock::outcome::unknown:
-            return result_kind::unknown;
+        case dlock::outcome::done: return result_kind::ok;
+        case dlock::outcome::refused: return result_kind::refused;
+        case dlock::outcome::unknown: return result_kind::unknown;
         }
         return result_kind::unknown;
     }
 
     op_result acquire_in_transaction(const std::string& lock_name, const dlock::lease_options& lo,
-                                     std::chrono::milliseconds pause)
-    {
+                                     std::chrono::milliseconds pause) {
         op_result r;
         r.owner = lo.owner_token;
         bool commit_sent = false;
@@ -170,8 +150,7 @@ private:
             const op_result failed = classify(std::current_exception(), commit_sent, m_txn_session);
             r.kind = failed.kind;
             r.why = failed.why;
-            if (r.kind != result_kind::unknown)
-                r.token = 0;
+            if (r.kind != result_kind::unknown) r.token = 0;
         }
         return r;
     }
@@ -183,8 +162,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<lock_api> make_client_lock_api(const lock_settings& settings)
-{
+std::unique_ptr<lock_api> make_client_lock_api(const lock_settings& settings) {
     return std::make_unique<client_lock_api>(settings);
 }
 

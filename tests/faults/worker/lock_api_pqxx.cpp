@@ -13,22 +13,17 @@ std::unique_ptr<lock_api> make_client_lock_api(const lock_settings& settings);
 
 namespace {
 
-std::string interval_ms(std::chrono::milliseconds value)
-{
+std::string interval_ms(std::chrono::milliseconds value) {
     return std::to_string(value.count()) + " milliseconds";
 }
 
 class pqxx_lock_api final : public lock_api {
 public:
     explicit pqxx_lock_api(const lock_settings& settings)
-        : m_settings(settings), m_session(settings.conninfo, "faults-" + settings.worker_id + "-lock")
-    {
-    }
+        : m_settings(settings), m_session(settings.conninfo, "faults-" + settings.worker_id + "-lock") {}
 
-    op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl,
-                      const std::string& owner, acquire_mode mode,
-                      std::chrono::milliseconds extra) override
-    {
+    op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl, const std::string& owner,
+                      acquire_mode mode, std::chrono::milliseconds extra) override {
         forget();
         const auto sent = std::chrono::steady_clock::now();
         bool may_have_committed = false;
@@ -40,10 +35,10 @@ public:
             pqxx::result rows;
             if (mode == acquire_mode::transaction) {
                 pqxx::work txn(conn);
-                rows = txn.exec_params(
-                    "SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, $2::interval, "
-                    "NULLIF($3, '')::uuid, $4)",
-                    lock_name, interval_ms(ttl), owner, m_settings.worker_id);
+                rows =
+                    txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, $2::interval, "
+                                    "NULLIF($3, '')::uuid, $4)",
+                                    lock_name, interval_ms(ttl), owner, m_settings.worker_id);
                 std::this_thread::sleep_for(extra);
                 may_have_committed = true;
                 txn.commit();
@@ -51,15 +46,14 @@ public:
                 pqxx::nontransaction txn(conn);
                 may_have_committed = true;
                 if (mode == acquire_mode::wait)
-                    rows = txn.exec_params(
-                        "SELECT fencing_token, owner_token::text FROM dlock.acquire($1, $2::interval, "
-                        "$3::interval, NULLIF($4, '')::uuid, $5)",
-                        lock_name, interval_ms(ttl), interval_ms(extra), owner, m_settings.worker_id);
+                    rows =
+                        txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.acquire($1, $2::interval, "
+                                        "$3::interval, NULLIF($4, '')::uuid, $5)",
+                                        lock_name, interval_ms(ttl), interval_ms(extra), owner, m_settings.worker_id);
                 else
-                    rows = txn.exec_params(
-                        "SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, "
-                        "$2::interval, NULLIF($3, '')::uuid, $4)",
-                        lock_name, interval_ms(ttl), owner, m_settings.worker_id);
+                    rows = txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, "
+                                           "$2::interval, NULLIF($3, '')::uuid, $4)",
+                                           lock_name, interval_ms(ttl), owner, m_settings.worker_id);
             }
             if (rows.empty() || rows[0][0].is_null()) {
                 r.kind = result_kind::refused;
@@ -88,30 +82,24 @@ public:
         return r;
     }
 
-    bool lease_valid() const override
-    {
-        return m_held && std::chrono::steady_clock::now() < m_deadline;
-    }
+    [[nodiscard]] bool lease_valid() const override { return m_held && std::chrono::steady_clock::now() < m_deadline; }
 
-    std::chrono::milliseconds time_left() const override
-    {
-        if (!m_held)
-            return std::chrono::milliseconds{0};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            m_deadline - std::chrono::steady_clock::now());
+    [[nodiscard]] std::chrono::milliseconds time_left() const override {
+        if (!m_held) return std::chrono::milliseconds{0};
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - std::chrono::steady_clock::now());
         return left.count() > 0 ? left : std::chrono::milliseconds{0};
     }
 
-    op_result renew() override
-    {
+    op_result renew() override {
         op_result r;
         r.owner = m_owner;
         const auto sent = std::chrono::steady_clock::now();
         m_session.clear_warnings();
         try {
             pqxx::nontransaction txn(m_session.conn());
-            const auto rows = txn.exec_params("SELECT dlock.renew($1, $2::uuid, $3::interval)",
-                                              m_lock, m_owner, interval_ms(m_ttl));
+            const auto rows =
+                txn.exec_params("SELECT dlock.renew($1, $2::uuid, $3::interval)", m_lock, m_owner, interval_ms(m_ttl));
             if (rows[0][0].is_null()) {
                 r.kind = result_kind::refused;
                 r.why = "not_held";
@@ -132,16 +120,14 @@ public:
         return r;
     }
 
-    op_result release() override
-    {
+    op_result release() override {
         op_result r;
         r.owner = m_owner;
         try {
             pqxx::nontransaction txn(m_session.conn());
             const auto rows = txn.exec_params("SELECT dlock.release($1, $2::uuid)", m_lock, m_owner);
             r.kind = rows[0][0].as<bool>() ? result_kind::ok : result_kind::refused;
-            if (r.kind == result_kind::refused)
-                r.why = "not_held";
+            if (r.kind == result_kind::refused) r.why = "not_held";
         } catch (...) {
             r = classify(std::current_exception(), true, m_session);
             r.owner = m_owner;
@@ -152,15 +138,12 @@ public:
 
     void forget() noexcept override { m_held = false; }
 
-    std::string backend_pids() const override { return std::to_string(m_session.backend_pid()); }
-
-    const char* implementation() const noexcept override { return "pqxx"; }
+    [[nodiscard]] const char* implementation() const noexcept override { return "pqxx"; }
 
 private:
-    std::chrono::steady_clock::duration local_budget(std::chrono::milliseconds ttl) const
-    {
-        const auto budget = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            ttl * (1.0 - m_settings.drift_allowance));
+    [[nodiscard]] std::chrono::steady_clock::duration local_budget(std::chrono::milliseconds ttl) const {
+        const auto budget =
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(ttl * (1.0 - m_settings.drift_allowance));
         return budget - m_settings.safety_margin;
     }
 
@@ -175,11 +158,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<lock_api> make_lock_api(const lock_settings& settings, bool force_pqxx)
-{
+std::unique_ptr<lock_api> make_lock_api(const lock_settings& settings, bool force_pqxx) {
 #ifdef FAULTS_WITH_CLIENT
-    if (!force_pqxx)
-        return make_client_lock_api(settings);
+    if (!force_pqxx) return make_client_lock_api(settings);
 #else
     (void)force_pqxx;
 #endif

@@ -75,19 +75,16 @@ struct options {
     unsigned long seed = 0;
 };
 
-std::vector<std::string> split(const std::string& text, char sep)
-{
+std::vector<std::string> split(const std::string& text, char sep) {
     std::vector<std::string> parts;
     std::stringstream in(text);
     std::string item;
     while (std::getline(in, item, sep))
-        if (!item.empty())
-            parts.push_back(item);
+        if (!item.empty()) parts.push_back(item);
     return parts;
 }
 
-options parse(int argc, char** argv)
-{
+options parse(int argc, char** argv) {
     options o;
     std::map<std::string, std::string> kv;
     for (int i = 1; i < argc; ++i) {
@@ -96,51 +93,65 @@ options parse(int argc, char** argv)
             o.force_pqxx = true;
             continue;
         }
-        if (key.rfind("--", 0) != 0 || i + 1 >= argc)
-            throw std::invalid_argument("bad argument " + key);
+        if (key.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument " + key);
         kv[key.substr(2)] = argv[++i];
     }
     for (const auto& [k, v] : kv) {
-        if (k == "id") o.id = v;
-        else if (k == "conninfo") o.conninfo = v;
-        else if (k == "history") o.history = v;
-        else if (k == "locks") o.locks = split(v, ',');
-        else if (k == "duration-ms") o.duration_ms = std::stol(v);
-        else if (k == "ttl-ms") o.ttl_ms = std::stol(v);
-        else if (k == "fencing") o.fencing = v != "0";
-        else if (k == "p-token") o.p_token = std::stod(v);
-        else if (k == "p-wait") o.p_wait = std::stod(v);
-        else if (k == "p-txn") o.p_txn = std::stod(v);
-        else if (k == "txn-pause-ms") o.txn_pause_ms = std::stol(v);
-        else if (k == "p-renew") o.p_renew = std::stod(v);
-        else if (k == "slow-prob") o.slow_prob = std::stod(v);
-        else if (k == "slow-ms") o.slow_ms = std::stol(v);
-        else if (k == "slow-where") o.slow_where = v;
-        else if (k == "use-lease") o.use_lease = v != "0";
-        else if (k == "drift") o.drift = std::stod(v);
-        else if (k == "think-ms") o.think_ms = std::stol(v);
-        else if (k == "hold-ms") o.hold_ms = std::stol(v);
-        else if (k == "seed") o.seed = std::stoul(v);
-        else throw std::invalid_argument("unknown option --" + k);
+        if (k == "id")
+            o.id = v;
+        else if (k == "conninfo")
+            o.conninfo = v;
+        else if (k == "history")
+            o.history = v;
+        else if (k == "locks")
+            o.locks = split(v, ',');
+        else if (k == "duration-ms")
+            o.duration_ms = std::stol(v);
+        else if (k == "ttl-ms")
+            o.ttl_ms = std::stol(v);
+        else if (k == "fencing")
+            o.fencing = v != "0";
+        else if (k == "p-token")
+            o.p_token = std::stod(v);
+        else if (k == "p-wait")
+            o.p_wait = std::stod(v);
+        else if (k == "p-txn")
+            o.p_txn = std::stod(v);
+        else if (k == "txn-pause-ms")
+            o.txn_pause_ms = std::stol(v);
+        else if (k == "p-renew")
+            o.p_renew = std::stod(v);
+        else if (k == "slow-prob")
+            o.slow_prob = std::stod(v);
+        else if (k == "slow-ms")
+            o.slow_ms = std::stol(v);
+        else if (k == "slow-where")
+            o.slow_where = v;
+        else if (k == "use-lease")
+            o.use_lease = v != "0";
+        else if (k == "drift")
+            o.drift = std::stod(v);
+        else if (k == "think-ms")
+            o.think_ms = std::stol(v);
+        else if (k == "hold-ms")
+            o.hold_ms = std::stol(v);
+        else if (k == "seed")
+            o.seed = std::stoul(v);
+        else
+            throw std::invalid_argument("unknown option --" + k);
     }
-    if (o.history.empty() || o.locks.empty())
-        throw std::invalid_argument("--history and --locks are required");
+    if (o.history.empty() || o.locks.empty()) throw std::invalid_argument("--history and --locks are required");
     return o;
 }
 
 class worker {
 public:
     explicit worker(const options& o)
-        : m_opt(o),
-          m_history(o.history),
+        : m_opt(o), m_history(o.history),
           m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{50}}, o.force_pqxx)),
-          m_data(o.conninfo, "faults-" + o.id + "-data"),
-          m_rng(o.seed ? o.seed : std::random_device{}())
-    {
-    }
+          m_data(o.conninfo, "faults-" + o.id + "-data"), m_rng(o.seed ? o.seed : std::random_device{}()) {}
 
-    void run()
-    {
+    void run() {
         m_history.append(record(m_opt.id, 0, "start")
                              .num("pid", getpid())
                              .str("impl", m_locks->implementation())
@@ -156,28 +167,21 @@ public:
 private:
     bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(m_rng) < p; }
 
-    static void pause(milliseconds d)
-    {
-        if (d.count() > 0)
-            std::this_thread::sleep_for(d);
+    static void pause(milliseconds d) {
+        if (d.count() > 0) std::this_thread::sleep_for(d);
     }
 
-    void complete(std::int64_t id, const op_result& r)
-    {
+    void complete(std::int64_t id, const op_result& r) {
         record done(m_opt.id, id, faults::to_string(r.kind));
-        if (!r.why.empty())
-            done.str("why", r.why);
-        if (r.token != 0)
-            done.num("token", r.token);
-        if (!r.owner.empty())
-            done.str("owner", r.owner);
+        if (!r.why.empty()) done.str("why", r.why);
+        if (r.token != 0) done.num("token", r.token);
+        if (!r.owner.empty()) done.str("owner", r.owner);
         m_history.append(done);
     }
 
-    void iteration(std::int64_t end)
-    {
-        const std::string lock = m_opt.locks[std::uniform_int_distribution<std::size_t>(
-            0, m_opt.locks.size() - 1)(m_rng)];
+    void iteration(std::int64_t end) {
+        const std::string lock =
+            m_opt.locks[std::uniform_int_distribution<std::size_t>(0, m_opt.locks.size() - 1)(m_rng)];
         const milliseconds ttl{m_opt.ttl_ms};
 
         acquire_mode mode = acquire_mode::try_once;
@@ -200,13 +204,12 @@ private:
                                  .str("lock", lock)
                                  .str("owner", owner)
                                  .str("mode", mode == acquire_mode::try_once ? "try"
-                                              : mode == acquire_mode::wait ? "wait"
-                                                                            : "txn"));
+                                              : mode == acquire_mode::wait   ? "wait"
+                                                                             : "txn"));
             got = m_locks->acquire(lock, ttl, owner, mode, extra);
             complete(id, got);
             if (got.kind == result_kind::unknown) {
-                if (!got.owner.empty())
-                    owner = got.owner;
+                if (!got.owner.empty()) owner = got.owner;
                 pause(milliseconds{50});
                 continue;
             }
@@ -214,30 +217,24 @@ private:
                 // No connection, or reached a read-only server: nothing happened; try
                 // again (with the same owner if an earlier attempt was uncertain).
                 pause(milliseconds{100});
-                if (owner.empty())
-                    break;
+                if (owner.empty()) break;
                 continue;
             }
             break;
         }
-        if (got.kind != result_kind::ok)
-            return;
+        if (got.kind != result_kind::ok) return;
 
         const std::int64_t token = got.token;
         if (m_opt.use_lease) {
             // Use the lease almost to its local end, the way a careful client does.
             const auto margin = milliseconds{m_opt.ttl_ms / 10};
             const auto left = m_locks->time_left();
-            if (left > margin)
-                pause(left - margin);
+            if (left > margin) pause(left - margin);
         }
-        if (m_opt.hold_ms > 0)
-            pause(milliseconds{std::uniform_int_distribution<long>(0, m_opt.hold_ms)(m_rng)});
+        if (m_opt.hold_ms > 0) pause(milliseconds{std::uniform_int_distribution<long>(0, m_opt.hold_ms)(m_rng)});
         if (chance(m_opt.slow_prob) && m_opt.slow_where == "before") {
-            m_history.append(record(m_opt.id, ++m_next_id, "note")
-                                 .str("what", "slow")
-                                 .str("lock", lock)
-                                 .num("ms", m_opt.slow_ms));
+            m_history.append(
+                record(m_opt.id, ++m_next_id, "note").str("what", "slow").str("lock", lock).num("ms", m_opt.slow_ms));
             pause(milliseconds{m_opt.slow_ms});
         }
         if (chance(m_opt.p_renew)) {
@@ -258,8 +255,7 @@ private:
             req.token = token;
             req.worker_id = m_opt.id;
             req.fencing = m_opt.fencing;
-            if (m_opt.slow_where == "inside" && chance(m_opt.slow_prob))
-                req.inside_delay = milliseconds{m_opt.slow_ms};
+            if (m_opt.slow_where == "inside" && chance(m_opt.slow_prob)) req.inside_delay = milliseconds{m_opt.slow_ms};
             write(req, got.owner, locally_valid);
             if (chance(m_opt.p_token)) {
                 req.kind = chance(0.5) ? 't' : 'f';
@@ -278,8 +274,7 @@ private:
         complete(id, m_locks->release());
     }
 
-    void write(faults::write_request& req, const std::string& owner, bool locally_valid)
-    {
+    void write(faults::write_request& req, const std::string& owner, bool locally_valid) {
         req.op_id = ++m_next_id;
         m_history.append(record(m_opt.id, req.op_id, "invoke")
                              .str("op", "write")
@@ -291,13 +286,11 @@ private:
                              .num("delay_ms", req.inside_delay.count()));
         const auto r = faults::fenced_write(m_data, req);
         record done(m_opt.id, req.op_id, faults::to_string(r.outcome.kind));
-        if (!r.outcome.why.empty())
-            done.str("why", r.outcome.why);
+        if (!r.outcome.why.empty()) done.str("why", r.outcome.why);
         if (r.outcome.kind == result_kind::ok || r.outcome.kind == result_kind::unknown)
             done.num("before", r.before).num("after", r.after);
         m_history.append(done);
-        if (!m_data.connected())
-            pause(milliseconds{20});
+        if (!m_data.connected()) pause(milliseconds{20});
     }
 
     options m_opt;
@@ -310,8 +303,7 @@ private:
 
 } // namespace
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     try {
         const options o = parse(argc, argv);

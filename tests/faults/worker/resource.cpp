@@ -11,8 +11,7 @@ namespace faults {
 
 namespace {
 
-bool holds(pqxx::work& txn, const std::string& lock_name, std::int64_t token)
-{
+bool holds(pqxx::work& txn, const std::string& lock_name, std::int64_t token) {
 #ifdef FAULTS_WITH_CLIENT
     return dlock::holds(txn, lock_name, token);
 #else
@@ -20,8 +19,7 @@ bool holds(pqxx::work& txn, const std::string& lock_name, std::int64_t token)
 #endif
 }
 
-void fence(pqxx::work& txn, const std::string& resource, std::int64_t token)
-{
+void fence(pqxx::work& txn, const std::string& resource, std::int64_t token) {
 #ifdef FAULTS_WITH_CLIENT
     dlock::fence(txn, resource, token);
 #else
@@ -30,8 +28,7 @@ void fence(pqxx::work& txn, const std::string& resource, std::int64_t token)
 }
 
 /// Commits; ok, or unknown when the commit is in doubt or only local.
-result_kind commit(pqxx::work& txn, db_session& session)
-{
+result_kind commit(pqxx::work& txn, db_session& session) {
 #ifdef FAULTS_WITH_CLIENT
     (void)session;
     return dlock::commit(txn) == dlock::outcome::done ? result_kind::ok : result_kind::unknown;
@@ -43,8 +40,7 @@ result_kind commit(pqxx::work& txn, db_session& session)
 
 } // namespace
 
-write_result fenced_write(db_session& session, const write_request& request)
-{
+write_result fenced_write(db_session& session, const write_request& request) {
     write_result r;
     bool commit_sent = false;
     session.clear_warnings();
@@ -59,16 +55,14 @@ write_result fenced_write(db_session& session, const write_request& request)
                 r.outcome.why = "not_held";
                 return r;
             }
-            r.before = txn.exec_params1("SELECT counter FROM res_g WHERE id = $1", request.lock_name)[0]
-                           .as<std::int64_t>();
-            if (request.inside_delay.count() > 0)
-                std::this_thread::sleep_for(request.inside_delay);
+            r.before =
+                txn.exec_params1("SELECT counter FROM res_g WHERE id = $1", request.lock_name)[0].as<std::int64_t>();
+            if (request.inside_delay.count() > 0) std::this_thread::sleep_for(request.inside_delay);
             r.after = r.before + 1;
-            txn.exec_params0("UPDATE res_g SET counter = $2, token = $3, writer = $4 WHERE id = $1",
-                             request.lock_name, r.after, request.token, request.worker_id);
+            txn.exec_params0("UPDATE res_g SET counter = $2, token = $3, writer = $4 WHERE id = $1", request.lock_name,
+                             r.after, request.token, request.worker_id);
         } else {
-            if (request.kind == 'f' && request.fencing)
-                fence(txn, resource, request.token);
+            if (request.kind == 'f' && request.fencing) fence(txn, resource, request.token);
             r.after = txn.exec_params1("UPDATE " + table +
                                            " SET counter = counter + 1, token = $2, writer = $3"
                                            " WHERE id = $1 RETURNING counter",
@@ -81,8 +75,7 @@ write_result fenced_write(db_session& session, const write_request& request)
                          resource, request.token, request.worker_id, request.op_id, r.before, r.after);
         commit_sent = true;
         r.outcome.kind = commit(txn, session);
-        if (r.outcome.kind == result_kind::unknown)
-            r.outcome.why = "commit";
+        if (r.outcome.kind == result_kind::unknown) r.outcome.why = "commit";
     } catch (...) {
         r.outcome = classify(std::current_exception(), commit_sent, session);
     }

@@ -9,32 +9,22 @@
 
 namespace faults {
 
-const char* to_string(result_kind kind) noexcept
-{
+const char* to_string(result_kind kind) noexcept {
     switch (kind) {
-    case result_kind::ok:
-        return "ok";
-    case result_kind::refused:
-        return "refused";
-    case result_kind::fail:
-        return "fail";
-    case result_kind::unknown:
-        return "unknown";
+    case result_kind::ok: return "ok";
+    case result_kind::refused: return "refused";
+    case result_kind::fail: return "fail";
+    case result_kind::unknown: return "unknown";
     }
     return "unknown";
 }
 
 class db_session::warning_counter final : public pqxx::errorhandler {
 public:
-    warning_counter(pqxx::connection_base& conn, db_session& owner)
-        : pqxx::errorhandler(conn), m_owner(owner)
-    {
-    }
+    warning_counter(pqxx::connection_base& conn, db_session& owner) : pqxx::errorhandler(conn), m_owner(owner) {}
 
-    bool operator()(const char msg[]) noexcept override
-    {
-        if (std::strncmp(msg, "WARNING", 7) == 0)
-            m_owner.note_warning();
+    bool operator()(const char msg[]) noexcept override {
+        if (std::strncmp(msg, "WARNING", 7) == 0) m_owner.note_warning();
         return false;
     }
 
@@ -42,18 +32,14 @@ private:
     db_session& m_owner;
 };
 
-db_session::db_session(std::string conninfo, std::string application_name)
-    : m_conninfo(std::move(conninfo) + " application_name=" + application_name)
-{
-}
+db_session::db_session(std::string conninfo, const std::string& application_name)
+    : m_conninfo(std::move(conninfo) + " application_name=" + application_name) {}
 
-db_session::~db_session() noexcept
-{
+db_session::~db_session() noexcept {
     reset();
 }
 
-pqxx::connection& db_session::conn()
-{
+pqxx::connection& db_session::conn() {
     if (!m_conn) {
         auto fresh = std::make_unique<pqxx::connection>(m_conninfo);
         // Reconnecting is this program's decision, never libpqxx's: a silent
@@ -68,8 +54,7 @@ pqxx::connection& db_session::conn()
     return *m_conn;
 }
 
-void db_session::reset() noexcept
-{
+void db_session::reset() noexcept {
     m_handler.reset();
     if (m_conn) {
         try {
@@ -80,21 +65,18 @@ void db_session::reset() noexcept
     }
 }
 
-int db_session::backend_pid() const noexcept
-{
+int db_session::backend_pid() const noexcept {
     return m_conn ? m_conn->backendpid() : 0;
 }
 
 namespace {
 
-bool connection_lost_state(const std::string& state)
-{
+bool connection_lost_state(const std::string& state) {
     // 08: connection exception; 57P01-57P03: admin/crash shutdown, cannot connect now.
     return state.rfind("08", 0) == 0 || state.rfind("57P0", 0) == 0;
 }
 
-op_result from_sqlstate(const std::string& state, bool may_have_committed, db_session& session)
-{
+op_result from_sqlstate(const std::string& state, bool may_have_committed, db_session& session) {
     op_result r;
     r.why = state.empty() ? "error" : state;
     if (connection_lost_state(state)) {
@@ -109,15 +91,13 @@ op_result from_sqlstate(const std::string& state, bool may_have_committed, db_se
     } else {
         r.kind = result_kind::fail;
     }
-    if (session.connected() && !session.conn().is_open())
-        session.reset();
+    if (session.connected() && !session.conn().is_open()) session.reset();
     return r;
 }
 
 } // namespace
 
-op_result classify(const std::exception_ptr& error, bool may_have_committed, db_session& session)
-{
+op_result classify(const std::exception_ptr& error, bool may_have_committed, db_session& session) {
     op_result r;
     try {
         std::rethrow_exception(error);

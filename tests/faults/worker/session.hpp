@@ -23,9 +23,9 @@ enum class result_kind {
 
 struct op_result {
     result_kind kind = result_kind::fail;
-    std::string why;       ///< SQLSTATE or a short word; empty for ok
+    std::string why;        ///< SQLSTATE or a short word; empty for ok
     std::int64_t token = 0; ///< fencing token of an acquire (ok, or unknown with a reply)
-    std::string owner;     ///< owner token used by an acquire
+    std::string owner;      ///< owner token used by an acquire
 };
 
 /// A libpq connection that is made on first use and dropped when it breaks.
@@ -33,9 +33,11 @@ struct op_result {
 /// synchronous-replication wait) can be reported as unknown.
 class db_session {
 public:
-    db_session(std::string conninfo, std::string application_name);
+    db_session(std::string conninfo, const std::string& application_name);
     db_session(const db_session&) = delete;
     db_session& operator=(const db_session&) = delete;
+    db_session(db_session&&) = delete;
+    db_session& operator=(db_session&&) = delete;
     ~db_session() noexcept;
 
     /// The open connection; connects first if needed (throws pqxx::broken_connection).
@@ -43,8 +45,6 @@ public:
     [[nodiscard]] bool connected() const noexcept { return m_conn != nullptr; }
     /// Forgets the connection (after it broke or reached the wrong server).
     void reset() noexcept;
-    /// Server process id, 0 when not connected.
-    [[nodiscard]] int backend_pid() const noexcept;
 
     void clear_warnings() noexcept { m_warnings = 0; }
     [[nodiscard]] int warnings() const noexcept { return m_warnings; }
@@ -61,7 +61,6 @@ private:
 /// Maps an exception thrown by an operation to its outcome. may_have_committed
 /// says whether the effect could already be durable (an autocommit call in
 /// flight, or COMMIT sent). Drops the session's connection when it is unusable.
-[[nodiscard]] op_result classify(const std::exception_ptr& error, bool may_have_committed,
-                                 db_session& session);
+[[nodiscard]] op_result classify(const std::exception_ptr& error, bool may_have_committed, db_session& session);
 
 } // namespace faults
