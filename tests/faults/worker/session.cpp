@@ -65,10 +65,6 @@ void db_session::reset() noexcept {
     }
 }
 
-int db_session::backend_pid() const noexcept {
-    return m_conn ? m_conn->backendpid() : 0;
-}
-
 namespace {
 
 bool connection_lost_state(const std::string& state) {
