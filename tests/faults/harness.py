@@ -42,6 +42,10 @@ PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 # scenario takes the first free ones.
 PORT_RANGE = range(55601, 55700)
 
+# Scratch paths carry the harness's process id, so two harness runs at the same
+# time (make test in one checkout, make soak in another) never share a server.
+SCRATCH = f"/tmp/faults-{os.getpid()}"
+
 LOCKS = ["L1", "L2", "L3"]
 LOCK_TIMEOUT_MS = 800
 
@@ -73,7 +77,7 @@ class Server:
     """One PostgreSQL data directory under /tmp/faults-*."""
 
     def __init__(self, name, port):
-        self.dir = f"/tmp/faults-{name}"
+        self.dir = f"{SCRATCH}-{name}"
         self.port = port
         self.faketime_file = None
 
@@ -154,9 +158,11 @@ class Server:
 
 
 def free_ports(n):
-    """n ports of PORT_RANGE that nothing uses right now."""
+    """n ports of PORT_RANGE that nothing uses right now, from a random place in
+    the range (another harness run may be choosing at the same moment)."""
     found = []
-    for port in PORT_RANGE:
+    start = random.randrange(len(PORT_RANGE))
+    for port in list(PORT_RANGE[start:]) + list(PORT_RANGE[:start]):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind(("127.0.0.1", port))
@@ -263,7 +269,7 @@ class Run:
              "wal_keep_size": "'64MB'", "fsync": "on"}
         s.update(settings or {})
         if faketime:
-            self.primary.faketime_file = f"/tmp/faults-{self.sc['name']}-faketime-offset"
+            self.primary.faketime_file = f"{SCRATCH}-{self.sc['name']}-faketime-offset"
             self.scratch.append(self.primary.faketime_file)
             with open(self.primary.faketime_file, "w") as f:
                 f.write("+0\n")
@@ -327,7 +333,7 @@ class Run:
         return p
 
     def start_pgbouncer(self):
-        d = f"/tmp/faults-{self.sc['name']}-pgbouncer"
+        d = f"{SCRATCH}-{self.sc['name']}-pgbouncer"
         self.scratch.append(d)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
