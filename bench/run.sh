@@ -10,6 +10,12 @@
 #                rows, 3c = size and HOT share after churn
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
+#   --idle-as-is let idle CPUs halt as usual. By default the run holds
+#                /dev/cpu_dma_latency at 0 (when it may), so idle CPUs poll
+#                instead: on a virtual machine a halted CPU adds tens of
+#                microseconds to every loopback round trip of a lone client,
+#                more than some of the figures measured, and how often it
+#                happens depends on what else the machine is doing.
 #
 # Writes bench/results/latest.md, latest.tsv (raw figures), summary.md (key
 # figures and targets, for the README) and *.png. Prints
@@ -32,6 +38,7 @@ duration=
 rounds=
 quick=0
 keep=0
+hold_idle=1
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -40,9 +47,10 @@ while [ $# -gt 0 ]; do
 	--duration) duration=$2; shift ;;
 	--rounds) rounds=$2; shift ;;
 	--keep) keep=1 ;;
+	--idle-as-is) hold_idle=0 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
-	*) echo "run.sh: unknown option $1" >&2; sed -n '2,17p' "$0" >&2; exit 2 ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; sed -n '2,23p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -81,6 +89,7 @@ driver=$build/dlock_bench
 # --- servers ---------------------------------------------------------------
 redis_pid=
 cleanup() {
+	exec 9>&- # ends the PM QoS request, if any
 	if [ $keep -eq 0 ]; then
 		[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
 		"$root/scripts/pg-cluster.sh" destroy "$pg_dir" || true
@@ -109,13 +118,24 @@ if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
 fi
 rm -rf "$redis_dir"
 mkdir -p "$redis_dir"
-redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$redis_dir" --logfile "$redis_dir/redis.log" 9>&- &
 redis_pid=$!
 for _ in $(seq 50); do
 	redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
 	sleep 0.1
 done
 redis-cli -p "$redis_port" ping >/dev/null || { cat "$redis_dir/redis.log" >&2; exit 1; }
+
+# --- idle CPUs ---------------------------------------------------------------
+# A PM QoS request of 0 us lasts while this shell keeps the file open (fd 9).
+idle_note="halting as usual (--idle-as-is)"
+if [ $hold_idle -eq 1 ]; then
+	if { exec 9>/dev/cpu_dma_latency && printf '\0\0\0\0' >&9; } 2>/dev/null; then
+		idle_note="polling: /dev/cpu_dma_latency held at 0 during the run (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown))"
+	else
+		idle_note="halting as usual (could not hold /dev/cpu_dma_latency)"
+	fi
+fi
 
 # --- the machine -----------------------------------------------------------
 mkdir -p "$results"
@@ -134,8 +154,9 @@ rota=$(lsblk -dno ROTA "/dev/$disk_name" 2>/dev/null | tr -d ' ' || true)
 	echo "| Redis | $(redis-server --version | awk '{print $3}' | sed 's/v=//'), default settings |"
 	echo "| disk | $disk_dev ($(df -h --output=fstype,size "$pg_dir" | tail -n 1 | awk '{print $1 ", " $2}')), /dev/$disk_name$([ "$rota" = 1 ] && echo ', reported rotational (a virtual disk)' || true) |"
 	echo "| kernel | $(uname -sr) |"
+	echo "| idle CPUs | $idle_note |"
 	echo "| load average at start | $(cut -d' ' -f1-3 /proc/loadavg) |"
-	echo "| run | bench/run.sh ${cases:+--cases \"$cases\"} --duration $duration --rounds $rounds$([ $quick -eq 1 ] && echo ' --quick' || true) |"
+	echo "| run | bench/run.sh ${cases:+--cases \"$cases\"} --duration $duration --rounds $rounds$([ $quick -eq 1 ] && echo ' --quick' || true)$([ $hold_idle -eq 0 ] && echo ' --idle-as-is' || true) |"
 } >"$machine"
 echo
 echo "Machine:"
