@@ -10,20 +10,7 @@ primary_dir=/tmp/pg_dlock-recovery-primary
 standby_dir=/tmp/pg_dlock-recovery-standby
 primary_port=54331
 standby_port=54332
-passed=0
-failed=0
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		echo "ok      $name"
-		passed=$((passed + 1))
-	else
-		echo "FAILED  $name"
-		failed=$((failed + 1))
-	fi
-}
+. "$DLOCK_ROOT/tests/lib/check.sh"
 
 on() {
 	local port=$1
@@ -151,5 +138,4 @@ promote_after_missed_grants on
 echo "negative control (dlock.test_ignore_timeline): old primary $missed, promoted standby $promoted"
 check "negative control: without timeline bits the check above fails" test "$promoted" -le "$missed"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

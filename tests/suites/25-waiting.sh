@@ -3,20 +3,7 @@
 # pg_terminate_backend (FATAL, no error unwinding) must not stay counted,
 # or every later acquire of that lock would defer to a waiter that is gone.
 set -uo pipefail
-passed=0
-failed=0
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		echo "ok      $name"
-		passed=$((passed + 1))
-	else
-		echo "FAILED  $name"
-		failed=$((failed + 1))
-	fi
-}
+. "$DLOCK_ROOT/tests/lib/check.sh"
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 holder=00000000-0000-0000-0000-0000000000a1
@@ -47,5 +34,4 @@ sql "SELECT dlock.release('waiting:cancelled', (dlock.acquire('waiting:cancelled
 waits=$(sql "SELECT waits FROM dlock.stats")
 check "after a waiter was cancelled, an uncontended acquire does not wait (waits = $waits)" test "$waits" -eq 0
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
