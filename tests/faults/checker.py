@@ -358,18 +358,19 @@ def check_converge(ops, res, ttl_ms, end_of_run):
             if op.result != "unknown":
                 continue
             j = i + 1
-            while j < len(acquires) and acquires[j].result == "unknown":
+            while j < len(acquires) and acquires[j].owner == op.owner \
+                    and acquires[j].result in ("unknown", "fail"):
                 j += 1
-            if j >= len(acquires) or acquires[j].result is None:
+            # The retry is the next settled acquire with the same owner token; a
+            # different owner means the worker gave the uncertain acquire up.
+            gave_up = j < len(acquires) and acquires[j].owner != op.owner
+            if j >= len(acquires) or acquires[j].result is None or gave_up:
                 if op.complete is not None and end_of_run - op.complete > 3 * ttl_ms * MS:
                     unresolved += 1
                     res.flag("extra", f"{op.lock}: uncertain acquire {worker} op {op.id} was never "
-                                      f"resolved by a retry")
+                                      f"resolved by a retry with the same owner")
                 continue
             retry = acquires[j]
-            if retry.owner != op.owner and op.owner:
-                res.flag("extra", f"{op.lock}: {worker} retried op {op.id} with a different owner")
-                continue
             resolved += 1
             if op.token is not None and retry.result == "ok" and retry.token != op.token \
                     and retry.invoke - op.complete < ttl_ms * MS / 2:

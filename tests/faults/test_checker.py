@@ -239,6 +239,16 @@ class CheckerTest(unittest.TestCase):
         h.write("w1", 2, 3, "L1", 1, 0, 1)
         self.assertOnly(h.check(), "extra")
 
+    def test_converge_gave_up(self):
+        h = clean_history(checks={"converge": True})
+        h.acquire("w1", 31, 32, "L2", "u", 9, result="unknown", why="warning")
+        h.acquire("w1", 33, 34, "L2", "u", result="fail", why="connect")
+        h.acquire("w1", 35, 36, "L3", "other", 1)
+        h.acquire("w2", 9000, 9001, "L3", "late", 2)  # the run went on long enough
+        s = h.check()
+        self.assertOnly(s, "extra")
+        self.assertIn("never resolved", s["examples"]["extra"][0])
+
     def test_min_unknown(self):
         s = clean_history(checks={"min_unknown": 1}).check()
         self.assertOnly(s, "extra")

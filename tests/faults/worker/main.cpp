@@ -165,6 +165,21 @@ public:
     }
 
 private:
+    /// A random (version 4) UUID.
+    std::string new_owner_token() {
+        std::uniform_int_distribution<unsigned> nibble(0, 15);
+        static const char* const hex = "0123456789abcdef";
+        std::string text;
+        for (int i = 0; i < 32; ++i) {
+            if (i == 8 || i == 12 || i == 16 || i == 20) text += '-';
+            unsigned v = nibble(m_rng);
+            if (i == 12) v = 4;
+            if (i == 16) v = 8 | (v & 3);
+            text += hex[v];
+        }
+        return text;
+    }
+
     bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(m_rng) < p; }
 
     static void pause(milliseconds d) {
@@ -194,10 +209,12 @@ private:
             extra = milliseconds{m_opt.ttl_ms / 2};
         }
 
-        // Acquire; an uncertain outcome is retried with the same owner token.
-        std::string owner;
+        // Acquire with an owner token of our own, so that an uncertain outcome can
+        // be retried with the same owner until it resolves (or the run ends).
+        const std::string owner = new_owner_token();
+        bool uncertain = false;
         op_result got;
-        for (int attempt = 0; attempt < 20 && faults::history_clock_ns() < end; ++attempt) {
+        for (int failures = 0; faults::history_clock_ns() < end;) {
             const std::int64_t id = ++m_next_id;
             m_history.append(record(m_opt.id, id, "invoke")
                                  .str("op", "acquire")
@@ -209,15 +226,14 @@ private:
             got = m_locks->acquire(lock, ttl, owner, mode, extra);
             complete(id, got);
             if (got.kind == result_kind::unknown) {
-                if (!got.owner.empty()) owner = got.owner;
+                uncertain = true;
                 pause(milliseconds{50});
                 continue;
             }
-            if (got.kind == result_kind::fail || got.why == "25006") {
-                // No connection, or reached a read-only server: nothing happened; try
-                // again (with the same owner if an earlier attempt was uncertain).
+            if ((got.kind == result_kind::fail || got.why == "25006") && uncertain && ++failures < 200) {
+                // No connection, or a read-only server: nothing happened this time,
+                // but an earlier attempt is still uncertain; keep trying to resolve it.
                 pause(milliseconds{100});
-                if (owner.empty()) break;
                 continue;
             }
             break;
