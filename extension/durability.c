@@ -33,16 +33,35 @@ static bool durable_required = false;
 static XLogRecPtr async_release_end = InvalidXLogRecPtr;
 
 /*
+ * Set synchronous_commit for the rest of the current transaction only.
+ */
+static void
+set_synchronous_commit_local(const char *value)
+{
+	(void) set_config_option("synchronous_commit", value,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * Raise synchronous_commit to "on" unless it is at least that already; a
+ * stronger setting (remote_apply) is kept.
+ */
+static void
+raise_to_durable(void)
+{
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		set_synchronous_commit_local("on");
+}
+
+/*
  * Record that the current transaction granted or extended a lease.
  */
 void
 dlock_require_durable_commit(void)
 {
 	durable_required = true;
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-		(void) set_config_option("synchronous_commit", "on",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
+	raise_to_durable();
 }
 
 /*
@@ -73,18 +92,12 @@ dlock_xact_callback(XactEvent event, void *arg)
 			 * Raised again here: a function's own SET clause, or a SET LOCAL
 			 * after the grant, may have lowered it since.
 			 */
-			if (durable_required &&
-				synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-				(void) set_config_option("synchronous_commit", "on",
-										 PGC_USERSET, PGC_S_SESSION,
-										 GUC_ACTION_LOCAL, true, 0, false);
-			else if (!durable_required &&
-				!XLogRecPtrIsInvalid(async_release_end) &&
-				XactLastRecEnd == async_release_end &&
-				synchronous_commit != SYNCHRONOUS_COMMIT_OFF)
-				(void) set_config_option("synchronous_commit", "off",
-										 PGC_USERSET, PGC_S_SESSION,
-										 GUC_ACTION_LOCAL, true, 0, false);
+			if (durable_required)
+				raise_to_durable();
+			else if (!XLogRecPtrIsInvalid(async_release_end) &&
+					 XactLastRecEnd == async_release_end &&
+					 synchronous_commit != SYNCHRONOUS_COMMIT_OFF)
+				set_synchronous_commit_local("off");
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
