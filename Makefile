@@ -19,6 +19,8 @@ PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_con
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # Without the server headers (a fresh machine) only the driver targets below work;
 # they install the packages and then call make again.
+# The test, bench and fault scripts run the server binaries of this PG_CONFIG.
+export PG_BINDIR ?= $(shell $(PG_CONFIG) --bindir 2>/dev/null)
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 endif

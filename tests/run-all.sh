@@ -10,9 +10,14 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 export DLOCK_ROOT=$root
-export DLOCK_CLUSTER_DIR=${DLOCK_CLUSTER_DIR:-/tmp/pg_dlock-test}
+. "$root/tests/lib/ports.sh"
+# A private directory and a free port, so that two runs on one machine do not
+# collide; DLOCK_CLUSTER_DIR and DLOCK_TEST_PORT choose them instead.
+export DLOCK_SCRATCH=$(mktemp -d /tmp/pg_dlock-test.XXXXXX)
+chmod 755 "$DLOCK_SCRATCH"
+export DLOCK_CLUSTER_DIR=${DLOCK_CLUSTER_DIR:-$DLOCK_SCRATCH/cluster}
 export PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)}
-export PGHOST=127.0.0.1 PGPORT=${DLOCK_TEST_PORT:-54329} PGUSER=postgres PGDATABASE=dlock_test
+export PGHOST=127.0.0.1 PGPORT=${DLOCK_TEST_PORT:-$(free_ports)} PGUSER=postgres PGDATABASE=dlock_test
 export PGCONNECT_TIMEOUT=10
 
 "$root/scripts/pg-cluster.sh" destroy "$DLOCK_CLUSTER_DIR"
@@ -21,7 +26,7 @@ export PGCONNECT_TIMEOUT=10
 	echo "0 passed, 1 failed"
 	exit 1
 }
-trap '"$root/scripts/pg-cluster.sh" stop "$DLOCK_CLUSTER_DIR"' EXIT
+trap '"$root/scripts/pg-cluster.sh" destroy "$DLOCK_CLUSTER_DIR"; rm -rf "$DLOCK_SCRATCH"' EXIT
 psql -X -q -d postgres -c 'CREATE DATABASE dlock_test' &&
 	psql -X -q -c 'CREATE EXTENSION pg_dlock'
 

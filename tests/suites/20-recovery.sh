@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Fencing tokens only grow across a crash restart, pg_dump/pg_restore and the
 # promotion of an asynchronous standby that missed the last grants.
-# Runs its own primary and standby (ports 54331, 54332), not the shared server.
+# Runs its own primary and standby (free ports, private directories), not the
+# shared server.
 set -uo pipefail
 
 root=$DLOCK_ROOT
 cluster=$root/scripts/pg-cluster.sh
-primary_dir=/tmp/pg_dlock-recovery-primary
-standby_dir=/tmp/pg_dlock-recovery-standby
-primary_port=54331
-standby_port=54332
 . "$DLOCK_ROOT/tests/lib/check.sh"
+. "$DLOCK_ROOT/tests/lib/ports.sh"
+primary_dir=$DLOCK_SCRATCH/recovery-primary
+standby_dir=$DLOCK_SCRATCH/recovery-standby
+read -r primary_port standby_port <<<"$(free_ports 2 | tr '\n' ' ')"
 
 on() {
 	local port=$1

@@ -9,8 +9,10 @@ set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${BENCH_BUILD_DIR:-$root/build/bench}
-redis_port=${BENCH_SMOKE_REDIS_PORT:-55502}
-absent_port=55503	# nothing listens here
+. "$root/tests/lib/ports.sh"
+# absent_port: nothing listens there (chosen free, never started)
+read -r redis_port absent_port <<<"$(free_ports 2 | tr '\n' ' ')"
+redis_port=${BENCH_SMOKE_REDIS_PORT:-$redis_port}
 work=$(mktemp -d)
 passed=0
 failed=0
