@@ -17,9 +17,12 @@
 #include "executor/spi.h"
 #include "utils/uuid.h"
 
-/* SQLSTATE class "DL": pg_dlock's own conditions */
-#define ERRCODE_DLOCK_STALE_FENCING_TOKEN	MAKE_SQLSTATE('D','L','0','0','1')
-#define ERRCODE_DLOCK_LOCK_NOT_HELD			MAKE_SQLSTATE('D','L','0','0','2')
+/*
+ * SQLSTATE class "PD": pg_dlock's own conditions. The class is in the range
+ * the SQL standard leaves to implementations (first character 5-9 or I-Z).
+ */
+#define ERRCODE_DLOCK_STALE_FENCING_TOKEN	MAKE_SQLSTATE('P','D','0','0','1')
+#define ERRCODE_DLOCK_LOCK_NOT_HELD			MAKE_SQLSTATE('P','D','0','0','2')
 
 /* Token layout: timeline ID above a per-name counter (README "Fencing tokens") */
 #define DLOCK_COUNTER_BITS	40

@@ -37,17 +37,25 @@
 	" ELSE ($5 << 40) | ((" floor " & 1099511627775) + 1) END"
 
 /*
- * The next token of an existing row: one more, and one generation up for
- * every timeline switch since the row's last grant. A promoted standby is on
- * a later timeline than any server that granted the row before, so its
- * tokens stay above every token issued before the promotion -- even ones a
- * lagging standby never received.
+ * The next token of an existing row: one more, in a later generation
+ * whenever the server's timeline differs from the row's grant_timeline.
+ *
+ * Within one cluster's history timelines only grow, and each switch adds
+ * (new timeline - old timeline) generations, so generation minus timeline
+ * is the same for every grant of the history: a promoted standby's tokens
+ * are above every token issued before the promotion, even ones it never
+ * received. A grant_timeline above the server's means the row comes from
+ * another history (restore or pg_upgrade into a new cluster, which starts
+ * on timeline 1): the generation then goes up by the whole timeline ID, so
+ * the new history starts above the old one and each of its timelines stays
+ * above the one before, on a server that received the row's later grants
+ * or one that did not.
  */
 #define NEXT_TOKEN \
-	"CASE WHEN $5 > l.grant_timeline" \
-	" THEN (((l.fencing_seq >> 40) + ($5 - l.grant_timeline)) << 40)" \
-	"      | ((l.fencing_seq & 1099511627775) + 1)" \
-	" ELSE l.fencing_seq + 1 END"
+	"CASE WHEN $5 = l.grant_timeline THEN l.fencing_seq + 1" \
+	" ELSE (((l.fencing_seq >> 40)" \
+	"        + CASE WHEN $5 > l.grant_timeline THEN $5 - l.grant_timeline ELSE $5 END) << 40)" \
+	"      | ((l.fencing_seq & 1099511627775) + 1) END"
 
 /* Same owner, lease still live: an acquire being retried */
 /*

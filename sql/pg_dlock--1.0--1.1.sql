@@ -9,3 +9,13 @@
  * construction. Every change to the installed SQL from 1.0 on goes here (and
  * into a new step script for the release after).
  */
+
+------------------------------------------------------------------------------
+-- Issue 11 item 7: pg_dlock's SQLSTATEs move from class DL (reserved by the
+-- SQL standard) to class PD.
+------------------------------------------------------------------------------
+
+COMMENT ON FUNCTION dlock.assert_holds(text, bigint) IS
+'like holds, but raises lock_not_held (PD002) when the token is not the live lease';
+COMMENT ON FUNCTION dlock.fence(text, bigint) IS
+'accepts a token at or above the highest accepted for the resource and records it; raises stale_fencing_token (PD001) for a lower one';

@@ -14,7 +14,7 @@ SELECT dlock.holds('fenced', :old_token) AS holds_after_expiry;
 SELECT fencing_token AS new_token FROM dlock.try_acquire('fenced', '1 minute',
        '00000000-0000-0000-0000-0000000000f2') \gset
 
--- refused: the old token is not the live lease (DL002)
+-- refused: the old token is not the live lease (PD002)
 SELECT dlock.assert_holds('fenced', :old_token);
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock.assert_holds('never-acquired', 1);
@@ -25,7 +25,7 @@ SELECT dlock.assert_holds('fenced', :new_token);
 SELECT dlock.fence('file:report.csv', :old_token);
 SELECT dlock.fence('file:report.csv', :new_token);
 SELECT dlock.fence('file:report.csv', :new_token);  -- equal is accepted
--- refused: a lower token (DL001)
+-- refused: a lower token (PD001)
 SELECT dlock.fence('file:report.csv', :old_token);
 \echo :LAST_ERROR_SQLSTATE
 -- a refused fence changes nothing
@@ -45,7 +45,7 @@ CREATE TRIGGER report_fencing BEFORE INSERT OR UPDATE ON report
 INSERT INTO report VALUES ('acme', '2026-09', 'draft', :old_token);
 UPDATE report SET body = 'final', token = :new_token;
 UPDATE report SET body = 'final again', token = :new_token;  -- equal is accepted
--- refused: lowering the token (DL001)
+-- refused: lowering the token (PD001)
 UPDATE report SET body = 'late write', token = :old_token;
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO report VALUES ('acme', '2026-09', 'late upsert', :old_token)

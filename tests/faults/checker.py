@@ -338,7 +338,7 @@ def check_local_belief(ops, res):
     wrong = 0
     for op in ops:
         if op.op == "write" and op.local_valid and op.result == "refused" \
-                and op.why in ("not_held", "DL001", "DL002"):
+                and op.why in ("not_held", "PD001", "PD002"):
             wrong += 1
             res.flag("extra", f"{op.res}: {op.worker} op {op.id} believed its lease valid "
                               f"(client clock) but the server had ended it ({op.why})")
@@ -434,7 +434,7 @@ def check_run(run_dir):
         res.flag("extra", f"only {unknown} unknown outcomes; the fault did not bite "
                           f"(at least {checks['min_unknown']} expected)")
     late_refused = sum(1 for o in completed if o.op == "write" and o.result == "refused"
-                       and o.why in ("not_held", "DL001", "DL002"))
+                       and o.why in ("not_held", "PD001", "PD002"))
     if late_refused < checks.get("min_stale_refusals", 0):
         res.flag("extra", "no late write was refused: the fault never reached the fencing")
     acquired = sum(1 for o in completed if o.op == "acquire" and o.result == "ok")

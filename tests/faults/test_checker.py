@@ -171,7 +171,7 @@ class CheckerTest(unittest.TestCase):
 
     def test_refused_write_committed(self):
         h = clean_history()
-        h.write("w2", 31, 32, "L1", 2, 0, 1, kind="f", result="refused", why="DL001")
+        h.write("w2", 31, 32, "L1", 2, 0, 1, kind="f", result="refused", why="PD001")
         s = h.check()
         self.assertGreater(s["violations_by_invariant"]["4"], 0, s)
 

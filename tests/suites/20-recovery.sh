@@ -92,7 +92,7 @@ restored=$(psql -X -q -At -h 127.0.0.1 -p "$primary_port" -U postgres -d restore
 echo "dump/restore: last token $after, next token in the restored database $restored"
 check "token after pg_dump/pg_restore is above the last token before the dump" test "$restored" -gt "$after"
 fence_refused=$(psql -X -q -At -h 127.0.0.1 -p "$primary_port" -U postgres -d restored \
-	-c "DO \$\$ BEGIN PERFORM dlock.fence('recovery:resource', $after - 1); RAISE EXCEPTION 'accepted'; EXCEPTION WHEN SQLSTATE 'DL001' THEN RAISE NOTICE 'refused'; END \$\$" 2>&1)
+	-c "DO \$\$ BEGIN PERFORM dlock.fence('recovery:resource', $after - 1); RAISE EXCEPTION 'accepted'; EXCEPTION WHEN SQLSTATE 'PD001' THEN RAISE NOTICE 'refused'; END \$\$" 2>&1)
 check "fence state survives pg_dump/pg_restore" grep -q refused <<<"$fence_refused"
 
 # --- 3. asynchronous standby promoted after missing the last grants -------
@@ -138,5 +138,47 @@ check "token after failover carries the new timeline" test $((promoted >> 40)) -
 promote_after_missed_grants on
 echo "negative control (dlock.test_ignore_timeline): old primary $missed, promoted standby $promoted"
 check "negative control: without timeline bits the check above fails" test "$promoted" -le "$missed"
+
+# --- 4. restore or pg_upgrade into a new cluster, then async failover ------
+# A restored (or pg_upgraded) lock row keeps the grant_timeline and token
+# generation of the cluster it came from, while the new cluster starts on
+# timeline 1. The row below is what a dump taken on timeline 3 carries (the
+# reporter's case, token 3298534883333 = 3 << 40 | 5). The standby is copied
+# right after the restore and misses every grant after it; once promoted
+# (timeline 2) its first token must be above the old primary's.
+restored_after_failover() {
+	local lock=$1 ignore_timeline=$2
+	"$cluster" destroy "$standby_dir" >/dev/null 2>&1
+	on "$primary_port" -c "DELETE FROM dlock.distributed_lock WHERE lock_name = '$lock'" \
+		-c "INSERT INTO dlock.distributed_lock (lock_name, fencing_seq, updated_at, acquisitions, grant_timeline)
+		    VALUES ('$lock', (3::bigint << 40) | 5, clock_timestamp(), 5, 3)"
+	on "$primary_port" -c 'CHECKPOINT'
+	mkdir -p "$standby_dir" && chown postgres: "$standby_dir"
+	runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$primary_port" -U postgres \
+		-D "$standby_dir/data" -R -X stream >/dev/null
+	{
+		echo "port = $standby_port"
+		echo "unix_socket_directories = '$standby_dir'"
+		echo "dlock.test_ignore_timeline = $ignore_timeline"
+	} >>"$standby_dir/data/postgresql.conf"
+	# the standby never runs before the promotion: it has the restored row only
+	restored_primary=$(next_token "$primary_port" "$lock")
+	"$cluster" crash "$primary_dir"
+	"$cluster" restart "$standby_dir"
+	runuser -u postgres -- "$PG_BINDIR/pg_ctl" -D "$standby_dir/data" -w promote >/dev/null
+	restored_promoted=$(next_token "$standby_port" "$lock")
+	"$cluster" stop "$standby_dir"
+	"$cluster" restart "$primary_dir"
+}
+
+restored_after_failover recovery:restored off
+echo "restore + async failover: old primary (timeline 1) granted $restored_primary, promoted standby (timeline 2) granted $restored_promoted"
+check "after a restore into a new cluster, the promoted standby's token is above the old primary's" \
+	test "$restored_promoted" -gt "$restored_primary"
+
+# negative control: the same history with the timeline left out repeats the token
+restored_after_failover recovery:restored-control on
+echo "negative control (dlock.test_ignore_timeline on the standby): old primary $restored_primary, promoted standby $restored_promoted"
+check "negative control: the check above catches a repeated token" test "$restored_promoted" -le "$restored_primary"
 
 finish

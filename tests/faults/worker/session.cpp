@@ -78,7 +78,7 @@ op_result from_sqlstate(const std::string& state, bool may_have_committed, db_se
     if (connection_lost_state(state)) {
         session.reset();
         r.kind = may_have_committed ? result_kind::unknown : result_kind::fail;
-    } else if (state == "55P03" || state == "DL001" || state == "DL002") {
+    } else if (state == "55P03" || state == "PD001" || state == "PD002") {
         r.kind = result_kind::refused;
     } else if (state == "25006") {
         // Reached a read-only server (a standby not yet promoted): find the primary again.
