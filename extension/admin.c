@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * admin.c
- *	  Operator functions: dlock.force_release and dlock.reap.
+ *	  Operator functions: dlock.force_release, dlock.reap and
+ *	  dlock.purge_resource_fence.
  *
  * Both are revoked from PUBLIC in the install script; a role needs an
  * explicit GRANT EXECUTE (README "Privileges").
@@ -21,6 +22,7 @@
 
 PG_FUNCTION_INFO_V1(dlock_force_release);
 PG_FUNCTION_INFO_V1(dlock_reap);
+PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
 
 /*
  * dlock.force_release(lock_name, reason) returns boolean
@@ -100,4 +102,35 @@ dlock_reap(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	PG_RETURN_INT64(reaped);
+}
+
+/*
+ * dlock.purge_resource_fence(older_than) returns bigint
+ *
+ * Deletes the fence state of resources that accepted no token for longer
+ * than older_than. A purged resource accepts any token again, so older_than
+ * must exceed the longest time a stale holder can still try to write (its
+ * lease plus the longest pause); README "Cleanup of idle rows".
+ */
+Datum
+dlock_purge_resource_fence(PG_FUNCTION_ARGS)
+{
+	Datum		values[1];
+	int64		purged;
+	bool		isnull;
+
+	dlock_require_arg(fcinfo, 0, "older_than");
+	if (dlock_interval_usecs(PG_GETARG_INTERVAL_P(0)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must not be negative")));
+	values[0] = PG_GETARG_DATUM(0);
+
+	SPI_connect();
+	(void) dlock_execute(PLAN_PURGE_FENCE, values, NULL, 1);
+	purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	PG_RETURN_INT64(purged);
 }

@@ -80,6 +80,12 @@ dlock_interval_usecs(const Interval *interval)
 
 /*
  * Return the ttl argument in microseconds: positive and at most dlock.max_ttl.
+ *
+ * This is the one conversion of a ttl: the lease ends exactly this many
+ * microseconds after the server clock reading of the grant or renewal, so
+ * the check and the lease agree. A month counts 30 days and a day 24 hours
+ * (as interval comparison does); calendar arithmetic would let "1000 mon
+ * -29999 days" pass as one day and then run for 436.
  */
 int64
 dlock_arg_ttl(FunctionCallInfo fcinfo, int argno)
@@ -128,5 +134,54 @@ dlock_arg_reason(FunctionCallInfo fcinfo, int argno)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("reason must not be empty"),
 			 errhint("Say why the lease is ended; the reason is written to dlock.audit_log.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Return the optional holder argument, or NULL when it is NULL; at most
+ * DLOCK_MAX_HOLDER_CHARS characters, since every lease row and audit record
+ * carries it.
+ */
+text *
+dlock_arg_holder(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *holder;
+	int			chars;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	holder = PG_GETARG_TEXT_PP(argno);
+	chars = pg_mbstrlen_with_len(VARDATA_ANY(holder), VARSIZE_ANY_EXHDR(holder));
+	if (chars > DLOCK_MAX_HOLDER_CHARS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("holder is too long"),
+				 errdetail("It has %d characters; at most %d are allowed.",
+						   chars, DLOCK_MAX_HOLDER_CHARS)));
+	return holder;
+}
+
+/*
+ * Return the optional owner_token argument of an acquire, or NULL when it
+ * is NULL (the caller then makes a random one). The nil UUID is refused: it
+ * is what a client that never filled its token in sends, and two such
+ * clients would share one lease.
+ */
+pg_uuid_t *
+dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno)
+{
+	pg_uuid_t  *owner;
+	int			i;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	owner = PG_GETARG_UUID_P(argno);
+	for (i = 0; i < UUID_LEN; i++)
+		if (owner->data[i] != 0)
+			return owner;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("owner_token must not be the nil UUID"),
+			 errhint("Pass NULL to have the server generate an owner token, or use a random (version 4) UUID.")));
 	return NULL;				/* keep compiler quiet */
 }

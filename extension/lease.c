@@ -81,12 +81,11 @@ static void
 acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 {
 	args->lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	(void) dlock_arg_ttl(fcinfo, 1);
-	args->ttl = PG_GETARG_DATUM(1);
-	args->owner = PG_ARGISNULL(owner_arg) ? new_owner_token() :
-		PG_GETARG_UUID_P(owner_arg);
-	args->holder = PG_ARGISNULL(owner_arg + 1) ? NULL :
-		PG_GETARG_TEXT_PP(owner_arg + 1);
+	args->ttl = Int64GetDatum(dlock_arg_ttl(fcinfo, 1));
+	args->owner = dlock_arg_owner_token(fcinfo, owner_arg);
+	if (args->owner == NULL)
+		args->owner = new_owner_token();
+	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -379,10 +378,9 @@ dlock_renew(PG_FUNCTION_ARGS)
 	TimestampTz lease_until = 0;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
-	(void) dlock_arg_ttl(fcinfo, 2);
 	values[0] = PointerGetDatum(lock_name);
 	values[1] = PG_GETARG_DATUM(1);
-	values[2] = PG_GETARG_DATUM(2);
+	values[2] = Int64GetDatum(dlock_arg_ttl(fcinfo, 2));
 
 	SPI_connect();
 	renewed = dlock_execute(PLAN_RENEW, values, NULL, 1) > 0;

@@ -30,6 +30,9 @@
 /* Longest lock or resource name, in characters */
 #define DLOCK_MAX_NAME_CHARS 200
 
+/* Longest holder label, in characters (a host name of 255 and a process ID fit) */
+#define DLOCK_MAX_HOLDER_CHARS 512
+
 /* Settings (pg_dlock.c) */
 typedef enum DlockAuditLevel
 {
@@ -48,6 +51,8 @@ extern void dlock_require_arg(FunctionCallInfo fcinfo, int argno, const char *ar
 extern int64 dlock_arg_ttl(FunctionCallInfo fcinfo, int argno);
 extern int64 dlock_interval_usecs(const Interval *interval);
 extern char *dlock_arg_reason(FunctionCallInfo fcinfo, int argno);
+extern text *dlock_arg_holder(FunctionCallInfo fcinfo, int argno);
+extern pg_uuid_t *dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno);
 
 /* spi_plans.c: prepared statements kept for the life of the backend */
 typedef enum DlockPlanId
@@ -67,6 +72,7 @@ typedef enum DlockPlanId
 	PLAN_FORCE_RELEASE,
 	PLAN_REAP,
 	PLAN_PURGE_AUDIT,
+	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
 	NUM_DLOCK_PLANS
 } DlockPlanId;

@@ -64,6 +64,14 @@
  */
 #define DLOCK_FLOOR_LOCK_KEY "431198038891"
 
+/*
+ * End of a lease of "usecs" microseconds (the parameter given by
+ * dlock_arg_ttl) from "clock": exact microseconds, no calendar arithmetic,
+ * so the lease is as long as the ttl that was checked.
+ */
+#define LEASE_END(clock, usecs) \
+	"(" clock " + " usecs " * '1 microsecond'::pg_catalog.interval)"
+
 #define IS_RETRY "(l.owner_token = $3 AND l.lease_until > pg_catalog.clock_timestamp())"
 
 typedef struct DlockPlanDef
@@ -86,14 +94,14 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		" acquired_at = CASE WHEN " IS_RETRY " THEN l.acquired_at ELSE pg_catalog.clock_timestamp() END,"
 		" owner_token = $3,"
 		" holder = $4,"
-		" lease_until = pg_catalog.clock_timestamp() + $2,"
+		" lease_until = " LEASE_END("pg_catalog.clock_timestamp()", "$2") ","
 		" updated_at = pg_catalog.clock_timestamp()"
 		" WHERE l.lock_name = $1"
 		"   AND (l.owner_token IS NULL OR l.owner_token = $3"
 		"        OR l.lease_until <= pg_catalog.clock_timestamp())"
 		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
 		"   l.renewals = 0 AS new_lease, l.taken_over",
-		5, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID}
+		5, {TEXTOID, INT8OID, UUIDOID, TEXTOID, INT8OID}
 	},
 	/*
 	 * A new name starts above every reaped token: $6 is the floor, read by
@@ -104,12 +112,12 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 		" (lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at,"
 		"  holder, renewals, acquisitions, takeovers, grant_timeline)"
 		" VALUES ($1, $3, " FIRST_TOKEN("$6") ","
-		"  pg_catalog.clock_timestamp() + $2, pg_catalog.clock_timestamp(),"
+		"  " LEASE_END("pg_catalog.clock_timestamp()", "$2") ", pg_catalog.clock_timestamp(),"
 		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0, $5)"
 		" ON CONFLICT (lock_name) DO NOTHING"
 		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
 		"   true AS new_lease, false AS taken_over",
-		6, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID, INT8OID, INT8OID}
+		6, {TEXTOID, INT8OID, UUIDOID, TEXTOID, INT8OID, INT8OID}
 	},
 	/* run with the latest snapshot: see dlock_execute_latest */
 	[PLAN_FLOOR_READ] = {
@@ -132,13 +140,13 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	},
 	[PLAN_RENEW] = {
 		"UPDATE dlock.distributed_lock l SET"
-		" lease_until = pg_catalog.clock_timestamp() + $3,"
+		" lease_until = " LEASE_END("pg_catalog.clock_timestamp()", "$3") ","
 		" renewals = l.renewals + 1,"
 		" updated_at = pg_catalog.clock_timestamp()"
 		" WHERE l.lock_name = $1 AND l.owner_token = $2"
 		"   AND l.lease_until > pg_catalog.clock_timestamp()"
 		" RETURNING l.lease_until",
-		3, {TEXTOID, UUIDOID, INTERVALOID}
+		3, {TEXTOID, UUIDOID, INT8OID}
 	},
 	[PLAN_RELEASE] = {
 		"UPDATE dlock.distributed_lock l SET"
@@ -218,6 +226,12 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	[PLAN_PURGE_AUDIT] = {
 		"WITH gone AS (DELETE FROM dlock.audit_log a"
 		"  WHERE a.logged_at < pg_catalog.clock_timestamp() - $1 RETURNING 1)"
+		" SELECT pg_catalog.count(*)::int8 FROM gone",
+		1, {INTERVALOID}
+	},
+	[PLAN_PURGE_FENCE] = {
+		"WITH gone AS (DELETE FROM dlock.resource_fence f"
+		"  WHERE f.updated_at < pg_catalog.clock_timestamp() - $1 RETURNING 1)"
 		" SELECT pg_catalog.count(*)::int8 FROM gone",
 		1, {INTERVALOID}
 	},

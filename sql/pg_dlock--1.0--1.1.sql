@@ -19,3 +19,17 @@ COMMENT ON FUNCTION dlock.assert_holds(text, bigint) IS
 'like holds, but raises lock_not_held (PD002) when the token is not the live lease';
 COMMENT ON FUNCTION dlock.fence(text, bigint) IS
 'accepts a token at or above the highest accepted for the resource and records it; raises stale_fencing_token (PD001) for a lower one';
+
+------------------------------------------------------------------------------
+-- Issue 11 item 13: a documented cleanup for dlock.resource_fence.
+------------------------------------------------------------------------------
+
+CREATE FUNCTION dlock.purge_resource_fence(older_than interval)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_purge_resource_fence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION dlock.purge_resource_fence(interval) IS
+'deletes the fence state of resources that accepted no token for longer than the interval; returns how many';
+-- A purged resource accepts any token again: grant explicitly.
+REVOKE ALL ON FUNCTION dlock.purge_resource_fence(interval) FROM PUBLIC;

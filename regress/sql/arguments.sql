@@ -48,6 +48,37 @@ SELECT dlock.renew('args', '00000000-0000-0000-0000-000000000001', '1 minute');
 \echo :LAST_ERROR_SQLSTATE
 RESET dlock.max_ttl;
 
+-- one rule for a ttl: a month counts 30 days and a day 24 hours, for the
+-- max_ttl check and for the lease alike (no calendar arithmetic)
+SET dlock.max_ttl = '1d';
+SELECT lease_until - clock_timestamp() <= interval '24 hours' AS mixed_sign_ttl_is_one_day,
+       lease_until - clock_timestamp() > interval '23 hours' AS and_not_less
+  FROM dlock.try_acquire('args:ttl', '1000 mon -29999 days', '00000000-0000-0000-0000-00000000001a');
+SELECT renewed - clock_timestamp() <= interval '24 hours' AS mixed_sign_renew_is_one_day
+  FROM dlock.renew('args:ttl', '00000000-0000-0000-0000-00000000001a', '100000 mon -2999999 days') renewed;
+SELECT lease_until > clock_timestamp() + interval '23 hours' AS positive_ttl_ends_in_the_future
+  FROM dlock.try_acquire('args:ttl2', '-1000 mon 30001 days');
+-- refused: a mixed-sign ttl of 2 days under the same rule
+SELECT dlock.try_acquire('args:ttl3', '1000 mon -29998 days');
+\echo :LAST_ERROR_SQLSTATE
+SET dlock.max_ttl = '40d';
+SELECT lease_until - clock_timestamp() BETWEEN interval '29 days 23:59' AND interval '30 days' AS one_month_is_30_days
+  FROM dlock.try_acquire('args:ttl4', '1 mon');
+RESET dlock.max_ttl;
+
+-- refused: a holder over 512 characters (22023); 512 is the limit
+SELECT dlock.try_acquire('args:big', '1 minute', NULL, repeat('h', 5 * 1024 * 1024));
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.acquire('args', '1 minute', '0', NULL, repeat('é', 513));
+\echo :LAST_ERROR_SQLSTATE
+SELECT (dlock.try_acquire('args:holder', '1 minute', NULL, repeat('é', 512))).fencing_token IS NOT NULL AS holder_512_accepted;
+
+-- refused: the nil UUID as owner token (22023); two callers would share it
+SELECT dlock.try_acquire('args', '1 minute', '00000000-0000-0000-0000-000000000000');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.acquire('args', '1 minute', '0', '00000000-0000-0000-0000-000000000000');
+\echo :LAST_ERROR_SQLSTATE
+
 -- refused: negative wait (22023)
 SELECT dlock.acquire('args', '1 minute', '-1 second');
 \echo :LAST_ERROR_SQLSTATE

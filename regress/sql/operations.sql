@@ -83,6 +83,20 @@ SELECT dlock.purge_audit_log('-1 hour');
 SELECT dlock.purge_audit_log('0') >= 1 AS purged_all;
 SELECT count(*) FROM dlock.audit_log;
 
+-- purge of fence state: resources that accepted no token for longer than the interval
+SELECT dlock.fence('purge:old', 5), dlock.fence('purge:recent', 7);
+UPDATE dlock.resource_fence SET updated_at = clock_timestamp() - interval '2 days' WHERE resource = 'purge:old';
+SELECT dlock.purge_resource_fence('1 day') AS purged_fences;
+SELECT resource, fencing_token FROM dlock.resource_fence WHERE resource LIKE 'purge:%' ORDER BY 1;
+-- refused: negative or NULL older_than (22023, 22004)
+SELECT dlock.purge_resource_fence('-1 day');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock.purge_resource_fence(NULL);
+\echo :LAST_ERROR_SQLSTATE
+-- a purged resource accepts any token again (the README's warning)
+SELECT dlock.fence('purge:old', 1);
+SELECT dlock.purge_resource_fence('0') >= 2 AS purged_rest;
+
 ------------------------------------------------------------------------
 -- Reap: idle rows go, tokens never go back, live leases stay
 ------------------------------------------------------------------------

@@ -34,6 +34,8 @@ SELECT dlock.force_release('priv', 'I want it');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock.purge_audit_log('0');
 \echo :LAST_ERROR_SQLSTATE
+SELECT dlock.purge_resource_fence('0');
+\echo :LAST_ERROR_SQLSTATE
 SELECT dlock.stats_reset();
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock.reap();
