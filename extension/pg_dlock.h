@@ -80,6 +80,9 @@ typedef enum DlockPlanId
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
 extern int	dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long count);
 
+/* schema.c */
+extern Oid	dlock_require_own_schema(void);
+
 /* attempt.c */
 extern bool dlock_attempt(bool (*body) (void *arg), void *arg);
 

@@ -5,7 +5,8 @@
  *
  * Callers are SQL functions declared SECURITY DEFINER with search_path
  * pinned to pg_catalog, pg_temp, so these statements run as the extension
- * owner and resolve names the same way on every call. Values always travel
+ * owner and resolve names the same way on every call. Each execution first
+ * checks that "dlock" is still the extension's own schema (schema.c). Values always travel
  * as parameters: lock names are data, never SQL.
  *
  * Expiry is decided with clock_timestamp() inside the statement, never
@@ -275,6 +276,7 @@ dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
 {
 	int			ret;
 
+	(void) dlock_require_own_schema();
 	(void) dlock_plan(id);
 	ret = SPI_execute_plan(plans[id], values, nulls, false, count);
 	if (ret < 0)
@@ -294,6 +296,7 @@ dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long coun
 {
 	int			ret;
 
+	(void) dlock_require_own_schema();
 	(void) dlock_plan(id);
 	ret = SPI_execute_snapshot(plans[id], values, nulls, GetLatestSnapshot(),
 							   InvalidSnapshot, true, false, count);

@@ -11,6 +11,42 @@
  */
 
 ------------------------------------------------------------------------------
+-- Issue 11 item 9: never live in a schema another role controls. A role with
+-- CREATE on the database could create schema "dlock" before the extension is
+-- installed; it would own the schema the SECURITY DEFINER functions use, and
+-- could rename it and put look-alike tables with triggers in its place.
+-- CREATE EXTENSION runs this check (after the 1.0 script, in the same
+-- transaction, so a refusal leaves nothing behind), and so does the update
+-- of an existing 1.0 installation. First in this script on purpose.
+------------------------------------------------------------------------------
+
+DO $check_schema_owner$
+DECLARE
+	schema_name name;
+	schema_owner name;
+	extension_owner name;
+	owner_is_superuser boolean;
+BEGIN
+	SELECT n.nspname, so.rolname, eo.rolname, so.rolsuper
+	  INTO schema_name, schema_owner, extension_owner, owner_is_superuser
+	  FROM pg_catalog.pg_extension e
+	  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+	  JOIN pg_catalog.pg_roles so ON so.oid = n.nspowner
+	  JOIN pg_catalog.pg_roles eo ON eo.oid = e.extowner
+	 WHERE e.extname = 'pg_dlock';
+	IF schema_owner <> extension_owner AND NOT owner_is_superuser THEN
+		RAISE EXCEPTION USING
+			ERRCODE = 'insufficient_privilege',
+			MESSAGE = pg_catalog.format('schema %I is owned by role %I, not by the extension owner %I',
+										schema_name, schema_owner, extension_owner),
+			DETAIL = 'pg_dlock''s functions run with the extension owner''s rights and must not live in a schema another role controls.',
+			HINT = pg_catalog.format('Drop schema %I or make the installing role its owner (ALTER SCHEMA %I OWNER TO %I) after checking what it contains.',
+									 schema_name, schema_name, extension_owner);
+	END IF;
+END
+$check_schema_owner$;
+
+------------------------------------------------------------------------------
 -- Issue 11 item 7: pg_dlock's SQLSTATEs move from class DL (reserved by the
 -- SQL standard) to class PD.
 ------------------------------------------------------------------------------
