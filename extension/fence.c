@@ -25,7 +25,10 @@
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "pg_dlock.h"
@@ -170,12 +173,88 @@ dlock_fence(PG_FUNCTION_ARGS)
 }
 
 /*
- * dlock.enforce_fencing() trigger, BEFORE INSERT OR UPDATE FOR EACH ROW,
- * argument: the name of a bigint token column.
+ * The OID of the extension's dlock.holds(text, bigint), found in the
+ * extension's own schema rather than by a name another role could shadow.
+ */
+static Oid
+holds_function_oid(void)
+{
+	Oid			argtypes[2] = {TEXTOID, INT8OID};
+	char	   *schema = get_namespace_name(dlock_require_own_schema());
+	List	   *name = list_make2(makeString(schema), makeString("holds"));
+
+	return LookupFuncName(name, 2, argtypes, false);
+}
+
+/*
+ * Strict mode of enforce_fencing: the row's token must be the live lease of
+ * the lock named in the row's lock_column. dlock.holds is called through
+ * fmgr, so it runs with its SECURITY DEFINER rights and pins the lease
+ * until the writing transaction ends, exactly as an explicit holds() would.
+ */
+static void
+require_live_lease(Relation rel, HeapTuple tuple, int lock_attnum,
+				   const char *lock_column, int64 token)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		lock_name = heap_getattr(tuple, lock_attnum, tupdesc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lock name column \"%s\" of relation \"%s\" must not be null",
+						lock_column, RelationGetRelationName(rel))));
+	if (!DatumGetBool(OidFunctionCall2(holds_function_oid(), lock_name,
+									   Int64GetDatum(token))))
+	{
+		dlock_count(STAT_FENCE_REJECTIONS, 1);
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_LOCK_NOT_HELD),
+				 errmsg("lock \"%s\" is not held with fencing token " INT64_FORMAT " for a row of relation \"%s\"",
+						TextDatumGetCString(lock_name), token, RelationGetRelationName(rel)),
+				 errdetail("In strict mode a row is written or deleted only under the live lease of its fencing token."),
+				 errhint("Acquire the lock and write its fencing token into the row.")));
+	}
+}
+
+/*
+ * Attribute number of trigger argument "column" of rel, which must be of
+ * type "type" (described as "what" in errors).
+ */
+static int
+trigger_column(Relation rel, const char *column, Oid type, const char *what)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), column);
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						column, RelationGetRelationName(rel))));
+	if (TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s column \"%s\" of relation \"%s\" must be of type %s",
+						what, column, RelationGetRelationName(rel), format_type_be(type))));
+	return attnum;
+}
+
+/*
+ * dlock.enforce_fencing() trigger, FOR EACH ROW, arguments: the name of a
+ * bigint token column, and optionally the name of a text column holding the
+ * lock name.
  *
- * Refuses a row without a token and an update that would lower the row's
- * token: the database applies "UPDATE ... WHERE token <= :token" for every
- * writer, not only for the applications that remember to.
+ * With one argument (monotonic mode, BEFORE INSERT OR UPDATE) it refuses a
+ * row without a token and an update that would lower the row's token: the
+ * database applies "UPDATE ... WHERE token <= :token" for every writer. An
+ * update that leaves the token as it is passes.
+ *
+ * With the lock column as well (strict mode, BEFORE INSERT OR UPDATE OR
+ * DELETE) the row's token must in addition be the live lease of the lock
+ * the row names, checked and pinned in the writing transaction: a writer
+ * that does not present the token of a live lease -- including one that
+ * leaves an old token untouched -- is refused.
  */
 Datum
 dlock_enforce_fencing(PG_FUNCTION_ARGS)
@@ -185,6 +264,8 @@ dlock_enforce_fencing(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	const char *column;
 	int			attnum;
+	bool		strict;
+	int			lock_attnum = 0;
 	HeapTuple	newtuple;
 	bool		isnull;
 	int64		new_token;
@@ -193,33 +274,37 @@ dlock_enforce_fencing(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("dlock.enforce_fencing() must be called as a trigger")));
+	rel = trigdata->tg_relation;
+	tupdesc = RelationGetDescr(rel);
+	strict = trigdata->tg_trigger->tgnargs == 2;
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
+		(TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) && !strict) ||
 		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("dlock.enforce_fencing() must be a BEFORE INSERT OR UPDATE FOR EACH ROW trigger")));
+				 errmsg("dlock.enforce_fencing() must be a BEFORE INSERT OR UPDATE FOR EACH ROW trigger"),
+				 errhint("With a lock name column as second argument it may also fire BEFORE DELETE.")));
 
-	rel = trigdata->tg_relation;
-	tupdesc = RelationGetDescr(rel);
-	if (trigdata->tg_trigger->tgnargs != 1)
+	if (trigdata->tg_trigger->tgnargs != 1 && !strict)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("trigger \"%s\" on relation \"%s\" must name the fencing token column as its only argument",
+				 errmsg("trigger \"%s\" on relation \"%s\" must name the fencing token column, and optionally a lock name column, as its arguments",
 						trigdata->tg_trigger->tgname, RelationGetRelationName(rel))));
 	column = trigdata->tg_trigger->tgargs[0];
-	attnum = SPI_fnumber(tupdesc, column);
-	if (attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						column, RelationGetRelationName(rel))));
-	if (TupleDescAttr(tupdesc, attnum - 1)->atttypid != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("fencing token column \"%s\" of relation \"%s\" must be of type bigint",
-						column, RelationGetRelationName(rel))));
+	attnum = trigger_column(rel, column, INT8OID, "fencing token");
+	if (strict)
+		lock_attnum = trigger_column(rel, trigdata->tg_trigger->tgargs[1], TEXTOID, "lock name");
+
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	{
+		/* strict mode only: the row goes under the live lease of its token */
+		new_token = DatumGetInt64(heap_getattr(trigdata->tg_trigtuple, attnum, tupdesc, &isnull));
+		if (!isnull)
+			require_live_lease(rel, trigdata->tg_trigtuple, lock_attnum,
+							   trigdata->tg_trigger->tgargs[1], new_token);
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	}
 
 	newtuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
@@ -248,5 +333,8 @@ dlock_enforce_fencing(PG_FUNCTION_ARGS)
 							   new_token, column, old_token)));
 		}
 	}
+	if (strict)
+		require_live_lease(rel, newtuple, lock_attnum,
+						   trigdata->tg_trigger->tgargs[1], new_token);
 	return PointerGetDatum(newtuple);
 }

@@ -69,3 +69,10 @@ COMMENT ON FUNCTION dlock.purge_resource_fence(interval) IS
 'deletes the fence state of resources that accepted no token for longer than the interval; returns how many';
 -- A purged resource accepts any token again: grant explicitly.
 REVOKE ALL ON FUNCTION dlock.purge_resource_fence(interval) FROM PUBLIC;
+
+------------------------------------------------------------------------------
+-- Issue 11 item 5: enforce_fencing has a strict mode.
+------------------------------------------------------------------------------
+
+COMMENT ON FUNCTION dlock.enforce_fencing() IS
+'row trigger. Arguments (token_column): BEFORE INSERT OR UPDATE, refuses a NULL token and any update that lowers it. (token_column, lock_name_column): also BEFORE DELETE, and the row''s token must be the live lease of the lock the row names (checked and pinned like holds)';

@@ -58,6 +58,69 @@ UPDATE report SET token = NULL;
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM report;
 
+-- monotonic mode (one argument) lets a write that leaves the token alone
+-- through, even after the lease of that token ended (README: the two modes)
+SELECT dlock.holds('fenced', :new_token) AS lease_of_row_token_live;
+SELECT dlock.release('fenced', '00000000-0000-0000-0000-0000000000f2') AS lease_of_row_token_ended;
+UPDATE report SET body = 'token untouched' WHERE tenant = 'acme';
+SELECT body FROM report;
+
+-- strict mode (token column and lock name column): every write must carry
+-- the token of the live lease of the lock the row names
+CREATE TABLE acct (
+	id int PRIMARY KEY,
+	lock_name text NOT NULL,
+	balance numeric,
+	token bigint
+);
+CREATE TRIGGER acct_fencing BEFORE INSERT OR UPDATE OR DELETE ON acct
+	FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name');
+SELECT fencing_token AS acct_token, owner_token AS acct_owner
+  FROM dlock.try_acquire('acct:1', '1 minute') \gset
+INSERT INTO acct VALUES (1, 'acct:1', 100, :acct_token);
+UPDATE acct SET balance = 90 WHERE id = 1;
+-- the write pinned the lease: the trigger read its row FOR SHARE in this transaction
+BEGIN;
+UPDATE acct SET balance = 80 WHERE id = 1;
+SELECT l.mode AS lease_row_read_for_share FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+ WHERE c.relname = 'distributed_lock' AND l.pid = pg_backend_pid();
+COMMIT;
+SELECT dlock.release('acct:1', :'acct_owner');
+-- refused: the lease of the row's token ended (PD002), token column untouched
+UPDATE acct SET balance = 0 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+DELETE FROM acct WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- refused: a token that was never the lock's lease (PD002)
+INSERT INTO acct VALUES (2, 'acct:1', 5, :acct_token + 1);
+\echo :LAST_ERROR_SQLSTATE
+-- refused: a live token of another lock (PD002)
+SELECT fencing_token AS other_token FROM dlock.try_acquire('acct:other', '1 minute') \gset
+INSERT INTO acct VALUES (3, 'acct:1', 5, :other_token);
+\echo :LAST_ERROR_SQLSTATE
+-- the next holder writes under its own lease
+SELECT fencing_token AS acct_token2 FROM dlock.try_acquire('acct:1', '1 minute') \gset
+UPDATE acct SET balance = 0, token = :acct_token2 WHERE id = 1;
+SELECT id, balance, token = :acct_token2 AS written_under_new_lease FROM acct;
+DELETE FROM acct WHERE id = 1;
+SELECT count(*) AS rows_left FROM acct;
+-- refused: lowering the token is still refused (PD001) before the lease check
+INSERT INTO acct VALUES (4, 'acct:1', 1, :acct_token2);
+UPDATE acct SET token = :acct_token WHERE id = 4;
+\echo :LAST_ERROR_SQLSTATE
+-- refused: a NULL lock name (22004), a missing or non-text lock column (42703, 42804)
+INSERT INTO acct VALUES (5, NULL, 1, :acct_token2);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE acct_bad (token bigint, lock_id int);
+CREATE TRIGGER no_lock_column BEFORE INSERT ON acct_bad FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'nope');
+INSERT INTO acct_bad VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER no_lock_column ON acct_bad;
+CREATE TRIGGER int_lock_column BEFORE INSERT ON acct_bad FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_id');
+INSERT INTO acct_bad VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE acct_bad, acct;
+
 -- refused: misdeclared triggers
 CREATE TABLE report_bad (token bigint, other text);
 CREATE TRIGGER no_arg BEFORE INSERT ON report_bad FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing();
