@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Upgrades: a database created at extension version 1.0, with leases, fence
+# state, a fenced business table and audit records, is updated with ALTER
+# EXTENSION pg_dlock UPDATE. The state must survive, and the whole pg_regress
+# suite must pass on the updated database. Negative control: the same
+# pg_regress run on a database left at 1.0 fails.
+# Uses the shared test server (two databases of its own).
+set -uo pipefail
+cd "$DLOCK_ROOT"
+. tests/lib/check.sh
+
+state_db=dlock_upgrade_state
+regress_db=dlock_upgrade_regress
+old_db=dlock_upgrade_old
+scratch=$(mktemp -d "$DLOCK_SCRATCH/upgrade.XXXXXX")
+chmod 777 "$scratch"
+pg_regress="$("$PG_BINDIR/pg_config" --pkglibdir)/pgxs/src/test/regress/pg_regress"
+
+in_db() {
+	local db=$1
+	shift
+	psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"
+}
+
+for db in $state_db $regress_db $old_db; do
+	psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+	in_db "$db" -c "CREATE EXTENSION pg_dlock VERSION '1.0'"
+done
+
+# --- state made under 1.0 ------------------------------------------------
+owner=00000000-0000-0000-0000-0000000000d1
+held_token=$(in_db $state_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held', '1 hour', '$owner', 'upgrade-test')")
+released_token=$(in_db $state_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:released', '1 hour')")
+in_db $state_db <<SQL >/dev/null
+SELECT dlock.fence('upgrade:resource', $held_token);
+SELECT dlock.force_release('upgrade:released', 'upgrade test: an audit record made under 1.0');
+CREATE TABLE ledger (id int PRIMARY KEY, amount int, token bigint);
+CREATE TRIGGER ledger_fencing BEFORE INSERT OR UPDATE ON ledger
+	FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token');
+INSERT INTO ledger VALUES (1, 10, $held_token);
+SQL
+before_version=$(in_db $state_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+
+# --- the update ----------------------------------------------------------
+in_db $state_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+after_version=$(in_db $state_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+echo "extension version $before_version -> $after_version"
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.0 to 1.1" test "$before_version $after_version" = "1.0 1.1"
+
+renewed=$(in_db $state_db -c "SELECT dlock.renew('upgrade:held', '$owner', '1 hour') IS NOT NULL")
+check "a lease granted under 1.0 is still held after the update (renew succeeds)" test "$renewed" = t
+held=$(in_db $state_db -c "SELECT dlock.holds('upgrade:held', $held_token)")
+check "its fencing token is still the live lease (holds)" test "$held" = t
+fence_refused=$(in_db $state_db -c "SELECT dlock.fence('upgrade:resource', $held_token - 1)" 2>&1)
+check "fence state made under 1.0 still refuses a lower token (PD001 after the update)" \
+	grep -q "stale fencing token" <<<"$fence_refused"
+next_token=$(in_db $state_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:released', '1 minute')")
+check "the next token of a lock used under 1.0 is above its last one" test "$next_token" -gt "$released_token"
+audit=$(in_db $state_db -c "SELECT count(*) FROM dlock.audit_log WHERE reason LIKE 'upgrade test:%'")
+check "audit records made under 1.0 are kept" test "$audit" = 1
+ledger_refused=$(in_db $state_db -c "UPDATE ledger SET token = $held_token - 1" 2>&1)
+check "a fencing trigger created under 1.0 still refuses a lower token" \
+	grep -q "stale fencing token" <<<"$ledger_refused"
+purge=$(in_db $state_db -c "SELECT dlock.purge_resource_fence('1 year')")
+check "functions added in 1.1 exist after the update (purge_resource_fence)" test "$purge" = 0
+
+# --- the regress suite on an updated database ----------------------------
+run_regress() {
+	local db=$1 out=$2
+	mkdir -p "$out"
+	chmod 777 "$out"
+	"$pg_regress" --inputdir=regress --outputdir="$out" --bindir="$PG_BINDIR" \
+		--use-existing --dbname="$db" \
+		$(ls regress/sql/*.sql | xargs -n1 basename | sed 's/\.sql$//') >"$out/log" 2>&1
+}
+
+in_db $regress_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+if run_regress $regress_db "$scratch/updated"; then
+	regress_ok=yes
+else
+	regress_ok=no
+	grep -E '\.\.\. FAILED' "$scratch/updated/log"
+	head -n 100 "$scratch/updated/regression.diffs" 2>/dev/null
+fi
+grep -E '^(test| ) *[a-z0-9_-]+ +\.\.\.|tests passed' "$scratch/updated/log" | tail -n 1
+check "pg_regress passes on a database updated from 1.0" test "$regress_ok" = yes
+
+# negative control: the same run on a database still at 1.0 fails
+if run_regress $old_db "$scratch/old"; then old_ok=yes; else old_ok=no; fi
+check "negative control: pg_regress fails on a database left at 1.0" test "$old_ok" = no
+
+for db in $state_db $regress_db $old_db; do
+	psql -X -q -d postgres -c "DROP DATABASE $db"
+done
+rm -rf "$scratch"
+finish
