@@ -108,13 +108,20 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * A fault injection for the negative controls of the recovery suite and
+	 * the fault harness: they must show that the failover checks catch
+	 * repeated tokens with the very library that ships, so this is a setting
+	 * rather than a compile-time switch. It is hidden from SHOW ALL,
+	 * pg_settings and the sample file, and only a superuser can set it.
+	 */
 	DefineCustomBoolVariable("dlock.test_ignore_timeline",
 							 gettext_noop("Leaves the timeline ID out of new fencing tokens (tests only)."),
-							 gettext_noop("Turning this on breaks the token guarantee across failover; it exists so the fault harness can prove that it detects that."),
+							 gettext_noop("Turning this on breaks the token guarantee across failover; it exists so the tests can prove that they detect that."),
 							 &dlock_test_ignore_timeline,
 							 false,
 							 PGC_SUSET,
-							 GUC_NOT_IN_SAMPLE,
+							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("dlock");

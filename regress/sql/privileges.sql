@@ -49,6 +49,8 @@ SET dlock.audit = 'none';
 SET dlock.test_ignore_timeline = on;
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+-- the test-only fault injection is not listed with the user settings
+SELECT name FROM pg_settings WHERE name LIKE 'dlock.%' AND name LIKE '%test%';
 
 -- the admin role, granted force_release, ends the lease; the audit record
 -- names the role and the reason
