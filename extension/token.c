@@ -9,7 +9,9 @@
  * handed out again after a crash). The timeline ID covers failover: a
  * promoted standby always runs on a timeline above its primary's, so its
  * tokens are above every token the old primary issued, including grants the
- * standby never received.
+ * standby never received. The generation moves whenever the server's
+ * timeline differs from the row's grant_timeline, including a row restored
+ * from another cluster's later timeline (NEXT_TOKEN in spi_plans.c).
  *
  * IDENTIFICATION
  *	  extension/token.c
