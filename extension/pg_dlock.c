@@ -117,6 +117,8 @@ _PG_init(void)
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
+	dlock_holds_init();
+
 	MarkGUCPrefixReserved("dlock");
 
 	dlock_durability_init();
