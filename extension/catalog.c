@@ -33,6 +33,7 @@
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "storage/lock.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -45,7 +46,7 @@
 #define DLOCK_LOCKTAG_FLOOR		0x6401
 #define DLOCK_LOCKTAG_NEW_NAME	0x6402
 
-static DlockCatalog catalog;
+static DlockCatalog catalog = {.generation = 0};
 static bool catalog_valid = false;
 static bool callback_registered = false;
 
@@ -172,9 +173,16 @@ dlock_catalog(void)
 		RelationGetDescr(rel)->natts < DLOCK_LOCK_NATTS)
 		catalog_missing("table \"distributed_lock\" as a heap table with its columns");
 	catalog.lock_index = RelationGetPrimaryKeyIndex(rel);
+	if (OidIsValid(catalog.lock_index) && list_length(RelationGetIndexList(rel)) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" must have no index but its primary key",
+						RelationGetRelationName(rel)),
+				 errhint("Drop the index that was added to it.")));
 	table_close(rel, AccessShareLock);
 	if (!OidIsValid(catalog.lock_index))
 		catalog_missing("primary key of \"distributed_lock\"");
+	catalog.generation++;
 
 	catalog_valid = true;
 	return &catalog;

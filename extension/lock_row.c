@@ -40,6 +40,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
@@ -47,6 +48,7 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -71,12 +73,7 @@ dlock_rows_open(DlockRows *rows)
 		cat = dlock_catalog();
 		rows->rel = table_open(cat->lock_table, RowExclusiveLock);
 	}
-	if (list_length(RelationGetIndexList(rows->rel)) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" must have no index but its primary key",
-						RelationGetRelationName(rows->rel)),
-				 errhint("Drop the index that was added to it.")));
+	rows->generation = cat->generation;
 	rows->index = index_open(cat->lock_index, RowExclusiveLock);
 	rows->natts = RelationGetDescr(rows->rel)->natts;
 }
@@ -93,6 +90,105 @@ dlock_rows_close(DlockRows *rows)
 }
 
 /*
+ * Where this backend last wrote each lock row, so that the next call on the
+ * same name -- typically the release after an acquire -- can fetch the row
+ * by its location instead of descending the primary key. A location is only
+ * a hint: the row there is used only if it is visible to the latest
+ * snapshot (then it is the newest committed version) and has the name.
+ */
+#define ROW_CACHE_SIZE 256
+
+typedef struct RowCacheEntry
+{
+	uint32		hash;			/* of the lock name; 0 = empty */
+	uint32		generation;		/* catalog generation it was stored under */
+	ItemPointerData tid;
+} RowCacheEntry;
+
+static RowCacheEntry row_cache[ROW_CACHE_SIZE];
+
+static uint32
+name_hash(text *lock_name)
+{
+	uint32		hash = hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
+								  VARSIZE_ANY_EXHDR(lock_name));
+
+	return hash == 0 ? 1 : hash;
+}
+
+static void
+remember_row(DlockRows *rows, DlockRow *row)
+{
+	text	   *name = DatumGetTextPP(row->values[Anum_lock_name - 1]);
+	uint32		hash = name_hash(name);
+	RowCacheEntry *entry = &row_cache[hash % ROW_CACHE_SIZE];
+
+	entry->hash = hash;
+	entry->generation = rows->generation;
+	entry->tid = row->tid;
+}
+
+/*
+ * Copy the attributes of tuple into row, in the current memory context.
+ */
+static void
+copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
+
+	row->values = palloc(sizeof(Datum) * rows->natts);
+	row->nulls = palloc(sizeof(bool) * rows->natts);
+	heap_deform_tuple(tuple, tupdesc, row->values, row->nulls);
+	for (int i = 0; i < rows->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!row->nulls[i] && !att->attbyval)
+			row->values[i] = datumCopy(row->values[i], false, att->attlen);
+	}
+	row->tid = tuple->t_self;
+}
+
+/*
+ * The row at the location remembered for lock_name, if it is still the
+ * visible version of that row. Prunes the page first, as an index scan
+ * would, so that the HOT chains of rows found this way stay short.
+ */
+static bool
+read_remembered_row(DlockRows *rows, text *lock_name, Snapshot snapshot, DlockRow *row)
+{
+	uint32		hash = name_hash(lock_name);
+	RowCacheEntry *entry = &row_cache[hash % ROW_CACHE_SIZE];
+	HeapTupleData tuple;
+	Buffer		buffer;
+	bool		found = false;
+
+	if (entry->hash != hash || entry->generation != rows->generation ||
+		ItemPointerGetBlockNumber(&entry->tid) >= RelationGetNumberOfBlocks(rows->rel))
+		return false;
+	tuple.t_self = entry->tid;
+	if (heap_fetch(rows->rel, snapshot, &tuple, &buffer, true))
+	{
+		bool		isnull;
+		Datum		name = heap_getattr(&tuple, Anum_lock_name, RelationGetDescr(rows->rel), &isnull);
+
+		if (!isnull && DatumGetBool(DirectFunctionCall2Coll(texteq, rows->index->rd_indcollation[0],
+														   name, PointerGetDatum(lock_name))))
+		{
+			copy_row(rows, &tuple, row);
+			found = true;
+		}
+	}
+	if (BufferIsValid(buffer))
+	{
+		/* after the copy: pruning may move tuples within the page */
+		heap_page_prune_opt(rows->rel, buffer);
+		ReleaseBuffer(buffer);
+	}
+	return found;
+}
+
+/*
  * Read the newest committed version of lock_name's row (or this
  * transaction's own newest version) into row, copied into the current
  * memory context. Returns false when the name has no row.
@@ -102,11 +198,18 @@ dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	TupleTableSlot *slot = table_slot_create(rows->rel, NULL);
+	TupleTableSlot *slot;
 	ScanKeyData key;
 	IndexScanDesc scan;
 	bool		found;
 
+	if (read_remembered_row(rows, lock_name, snapshot, row))
+	{
+		UnregisterSnapshot(snapshot);
+		return true;
+	}
+
+	slot = table_slot_create(rows->rel, NULL);
 	/* the index's own collation: the key must order as the index does */
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   rows->index->rd_indcollation[0], F_TEXTEQ,
@@ -308,6 +411,7 @@ dlock_row_update(DlockRows *rows, DlockRow *row)
 		insert_index_entry(rows, tuple, row->values, row->nulls, true);
 	row->tid = tuple->t_self;
 	heap_freetuple(tuple);
+	remember_row(rows, row);
 	CommandCounterIncrement();
 }
 
@@ -324,6 +428,7 @@ dlock_row_insert(DlockRows *rows, DlockRow *row)
 	insert_index_entry(rows, tuple, row->values, row->nulls, false);
 	row->tid = tuple->t_self;
 	heap_freetuple(tuple);
+	remember_row(rows, row);
 	CommandCounterIncrement();
 }
 

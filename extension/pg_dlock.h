@@ -72,6 +72,8 @@ typedef struct DlockCatalog
 	Oid			lock_table;		/* dlock.distributed_lock */
 	Oid			lock_index;		/* its primary key */
 	Oid			floor_table;	/* dlock.token_floor */
+	uint32		generation;		/* counts lookups: row locations cached
+								 * under an older one are stale */
 } DlockCatalog;
 
 extern const DlockCatalog *dlock_catalog(void);
@@ -100,6 +102,7 @@ typedef struct DlockRows
 	Relation	rel;
 	Relation	index;
 	int			natts;
+	uint32		generation;		/* of the catalog the relations came from */
 } DlockRows;
 
 typedef struct DlockRow
