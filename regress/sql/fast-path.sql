@@ -33,3 +33,14 @@ SELECT dlock.try_acquire('fast', '1 minute');
 \echo :LAST_ERROR_SQLSTATE
 DROP INDEX dlock.distributed_lock_extra;
 SELECT fencing_token & 1099511627775 AS counter FROM dlock.try_acquire('fast', '1 minute', '00000000-0000-0000-0000-0000000000fb');
+
+-- the token generation moves up whenever the server's timeline differs from
+-- the row's grant_timeline: here the row was last granted on timeline 5 (a
+-- restore into a new cluster, which runs on timeline 1), so the next grant
+-- moves up by the server's timeline, to generation 6
+UPDATE dlock.distributed_lock
+   SET fencing_seq = (5::bigint << 40) | 7, grant_timeline = 5, owner_token = NULL
+ WHERE lock_name = 'fast';
+SELECT fencing_token >> 40 AS generation, fencing_token & 1099511627775 AS counter
+  FROM dlock.try_acquire('fast', '1 minute', '00000000-0000-0000-0000-0000000000fc');
+SELECT grant_timeline FROM dlock.distributed_lock WHERE lock_name = 'fast';
