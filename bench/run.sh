@@ -2,7 +2,7 @@
 # make bench: pg_dlock against advisory locks, a hand-written SQL lease and
 # Redis, on a throwaway PostgreSQL and redis-server on loopback.
 #
-#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5"] [--duration S] [--rounds N]
+#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6"] [--duration S] [--rounds N]
 #                [--keep] [-- extra dlock_bench options]
 #
 #   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
@@ -10,6 +10,11 @@
 #                rows, 3c = size and HOT share after churn
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
+#   --no-profile skip the profiles. By default, when perf (linux-perf) is
+#                installed, case 1 and case 2 run once more for dlock-sql at
+#                8 clients under `perf record -g` on the server, and the top
+#                functions (share of server CPU, and µs per pair or per
+#                critical section) go into latest.md and profile-case*.txt.
 #   --idle-as-is let idle CPUs halt as usual. By default the run holds
 #                /dev/cpu_dma_latency at 0 (when it may), so idle CPUs poll
 #                instead: on a virtual machine a halted CPU adds tens of
@@ -33,12 +38,13 @@ redis_dir=${BENCH_REDIS_DIR:-/tmp/bench-redis}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="1 2 3 3c 4 5"
+cases="1 2 3 3c 4 5 6"
 duration=
 rounds=
 quick=0
 keep=0
 hold_idle=1
+profile=1
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -48,9 +54,10 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2; shift ;;
 	--keep) keep=1 ;;
 	--idle-as-is) hold_idle=0 ;;
+	--no-profile) profile=0 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
-	*) echo "run.sh: unknown option $1" >&2; sed -n '2,23p' "$0" >&2; exit 2 ;;
+	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; sed -n '2,28p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -184,6 +191,42 @@ for c in $cases; do
 	"$driver" run "$c" --pg "dbname=$db" "${common[@]}" "${args[@]}" "${extra[@]}" ||
 		{ failures=$((failures + 1)); log "case $c reported errors (see the notes in the results)"; }
 done
+
+# --- profiles ----------------------------------------------------------------
+# perf follows the backends the postmaster forks after it attached (counters
+# are inherited), so it sees exactly the server processes of this run.
+profiles=()
+if [ $profile -eq 1 ] && command -v perf >/dev/null; then
+	pm_pid=$(head -n 1 "$pg_dir/data/postmaster.pid")
+	for c in 1 2; do
+		case " $cases " in *" $c "*) ;; *) continue ;; esac
+		log "profile of case $c (dlock-sql, 8 clients)"
+		data=$results/perf-case$c.data.tmp
+		perf record -q -g -p "$pm_pid" -o "$data" >/dev/null 2>&1 &
+		perf_pid=$!
+		sleep 2 # attached before the driver's backends are forked
+		"$driver" run "$c" --pg "dbname=bench" --systems dlock-sql --clients 8 --rounds 1 \
+			--duration "$duration" --warmup "$warmup" --out "$results/profile-case$c.tsv.tmp" >/dev/null 2>&1 || true
+		kill -INT "$perf_pid" 2>/dev/null || true
+		wait "$perf_pid" || true
+		per=$(awk -F'\t' '$4 == "server_cpu_us" {print $5}' "$results/profile-case$c.tsv.tmp" 2>/dev/null | head -n 1 || true)
+		{
+			echo "perf record -g on the server processes during case $c (dlock-sql, 8 clients);"
+			echo "server CPU per $([ $c = 1 ] && echo pair || echo 'critical section') in this run: ${per:-?} us"
+			echo
+			perf report -i "$data" --no-children --sort symbol --stdio -g none --percent-limit 0.8 2>/dev/null |
+				grep -v '^#' | grep -v '^$'
+			echo
+			echo "inclusive (children) share of the entry points:"
+			perf report -i "$data" --children --sort symbol --stdio -g none 2>/dev/null |
+				awk '{ for (i = 1; i < NF; i++) if ($i == "[.]" || $i == "[k]") { s = $(i + 1); break } }
+					s ~ /^(dlock_[a-z_]+|attempt_grant|change_own_lease|CommitTransactionCommand|XLogFlush|standard_ExecutorRun|standard_ExecutorStart|PortalStart|pq_getbyte|secure_write|ExecMakeTableFunctionResult|heap_update|heap_lock_tuple|index_getnext_slot|heap_fetch)$/ { print $1, s }' || true
+		} >"$results/profile-case$c.txt"
+		rm -f "$data" "$results/profile-case$c.tsv.tmp"
+		profiles+=("$c:${per:-}")
+	done
+fi
+
 echo "| load average at end | $(cut -d' ' -f1-3 /proc/loadavg) |" >>"$machine"
 echo "| duration of the run | $(( $(date -u +%s) - started )) s |" >>"$machine"
 
@@ -195,6 +238,36 @@ term=pngcairo
 gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo || term=png
 rm -f "$results"/*.png
 gnuplot -e "term='$term'" "$results/plots.gp.tmp" || log "gnuplot failed: plots are missing"
+for p in "${profiles[@]}"; do
+	c=${p%%:*}
+	per=${p#*:}
+	{
+		echo "## Profile of case $c: where the server's time goes"
+		echo
+		echo "\`perf record -g\` on the server processes while case $c ran once more for dlock-sql at 8 clients"
+		echo "(full report: [profile-case$c.txt](profile-case$c.txt)). Self time of the top functions, as a share of"
+		echo "server CPU and in µs per $([ "$c" = 1 ] && echo pair || echo 'critical section') (server CPU per unit in that run: ${per:-?} µs)."
+		echo
+		echo "| function | share | µs per unit |"
+		echo "|---|---:|---:|"
+		sed -n '4,$p' "$results/profile-case$c.txt" | awk -v per="$per" '
+			/^inclusive/ { exit }
+			$1 ~ /%$/ {
+				share = $1; sub(/%/, "", share)
+				sym = ""
+				for (i = 2; i < NF; i++) if ($i == "[.]" || $i == "[k]") { sym = $(i + 1); break }
+				us = (per == "") ? "?" : sprintf("%.1f", share * per / 100)
+				if (n++ < 15) printf "| `%s` | %s%% | %s |\n", sym, share, us
+			}'
+		echo
+		echo "Inclusive shares of the entry points:"
+		echo
+		echo "| function | share (with callees) |"
+		echo "|---|---:|"
+		sed -n '/^inclusive/,$p' "$results/profile-case$c.txt" | awk '$1 ~ /%$/ { printf "| `%s` | %s |\n", $2, $1 }'
+		echo
+	} >>"$results/latest.md.tmp"
+done
 mv "$results/latest.md.tmp" "$results/latest.md"
 mv "$tsv" "$results/latest.tsv"
 mv "$results/summary.md.tmp" "$results/summary.md"

@@ -84,8 +84,7 @@ dlock_reap(PG_FUNCTION_ARGS)
 	 * While a new name is being created (its transaction holds the floor
 	 * lock shared), reaping could lower the floor it reads: try again later.
 	 */
-	(void) dlock_execute(PLAN_FLOOR_EXCLUSIVE, NULL, NULL, 1);
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	if (!dlock_floor_lock_exclusive())
 	{
 		SPI_finish();
 		ereport(NOTICE,

@@ -33,35 +33,25 @@ static bool durable_required = false;
 static XLogRecPtr async_release_end = InvalidXLogRecPtr;
 
 /*
- * Set synchronous_commit for the rest of the current transaction only.
+ * The session's synchronous_commit while the commit record is written with
+ * another level; -1 when not overridden. See dlock_xact_callback.
  */
-static void
-set_synchronous_commit_local(const char *value)
-{
-	(void) set_config_option("synchronous_commit", value,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_LOCAL, true, 0, false);
-}
+static int	saved_synchronous_commit = -1;
 
 /*
- * Raise synchronous_commit to "on" unless it is at least that already; a
- * stronger setting (remote_apply) is kept.
- */
-static void
-raise_to_durable(void)
-{
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
-		set_synchronous_commit_local("on");
-}
-
-/*
- * Record that the current transaction granted or extended a lease.
+ * Record that the current transaction granted or extended a lease. With the
+ * default synchronous_commit (on) nothing else happens here. A session that
+ * lowered it sees it raised to "on" for the rest of the transaction, so that
+ * SHOW tells the truth about how the transaction will commit.
  */
 void
 dlock_require_durable_commit(void)
 {
 	durable_required = true;
-	raise_to_durable();
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+		(void) set_config_option("synchronous_commit", "on",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 }
 
 /*
@@ -78,8 +68,36 @@ dlock_allow_async_release(bool had_xid_before)
 }
 
 /*
- * At commit: lower synchronous_commit for a transaction whose only write was
- * a release. Anything written after the release moved XactLastRecEnd.
+ * Commit this transaction with synchronous_commit "level". The setting's
+ * variable is changed for the commit record alone -- RecordTransactionCommit
+ * reads it, and so does the synchronous standby wait -- and put back as soon
+ * as the transaction has ended, before GUC's own end-of-transaction work.
+ * No GUC machinery runs: the session's setting, its SET LOCAL stack and
+ * what SHOW says are untouched.
+ */
+static void
+commit_with(int level)
+{
+	saved_synchronous_commit = synchronous_commit;
+	synchronous_commit = level;
+}
+
+static void
+restore_synchronous_commit(void)
+{
+	if (saved_synchronous_commit >= 0)
+	{
+		synchronous_commit = saved_synchronous_commit;
+		saved_synchronous_commit = -1;
+	}
+}
+
+/*
+ * At commit: at least "on" for a transaction that granted or extended a
+ * lease (a stronger remote_apply is kept); "off" for one whose only write
+ * was a release (anything written after the release moved XactLastRecEnd).
+ * Two-phase commit is refused for a grant: COMMIT PREPARED may run in
+ * another session, whose synchronous_commit pg_dlock does not control.
  */
 static void
 dlock_xact_callback(XactEvent event, void *arg)
@@ -87,23 +105,34 @@ dlock_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-
 			/*
-			 * Raised again here: a function's own SET clause, or a SET LOCAL
-			 * after the grant, may have lowered it since.
+			 * Checked again here: a function's own SET clause, or a SET
+			 * LOCAL after the grant, may have lowered it since.
 			 */
 			if (durable_required)
-				raise_to_durable();
+			{
+				if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+					commit_with(SYNCHRONOUS_COMMIT_REMOTE_FLUSH);
+			}
 			else if (!XLogRecPtrIsInvalid(async_release_end) &&
 					 XactLastRecEnd == async_release_end &&
 					 synchronous_commit != SYNCHRONOUS_COMMIT_OFF)
-				set_synchronous_commit_local("off");
+				commit_with(SYNCHRONOUS_COMMIT_OFF);
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (durable_required)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that acquired or renewed a lease"),
+						 errdetail("A lease must be durable when its transaction commits, and COMMIT PREPARED does not guarantee that."),
+						 errhint("Acquire and renew leases in transactions that commit directly.")));
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
+			restore_synchronous_commit();
 			durable_required = false;
 			async_release_end = InvalidXLogRecPtr;
 			break;

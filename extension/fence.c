@@ -1,18 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * fence.c
- *	  Fencing where the data lives: dlock.holds, dlock.assert_holds,
- *	  dlock.fence and the dlock.enforce_fencing trigger.
+ *	  Fencing where the data lives: dlock.fence and the
+ *	  dlock.enforce_fencing trigger (dlock.holds is in holds.c).
  *
  * A lease alone does not give mutual exclusion: a holder can pause past its
  * lease and write after someone else took over. These functions check the
  * token in the transaction that writes the business data, so a stale
  * holder's write fails at the database instead of being merely discouraged.
- *
- * holds() locks the lease row FOR SHARE when the token is live. A takeover,
- * release or force release must UPDATE that row, so it waits until the
- * business transaction ends: the business transaction either commits while
- * the lease is valid, or its holds() check fails.
  *
  * IDENTIFICATION
  *	  extension/fence.c
@@ -33,100 +28,8 @@
 
 #include "pg_dlock.h"
 
-PG_FUNCTION_INFO_V1(dlock_holds);
-PG_FUNCTION_INFO_V1(dlock_assert_holds);
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_enforce_fencing);
-
-static bool
-holds_call(void *arg)
-{
-	return dlock_execute(PLAN_HOLDS, (Datum *) arg, NULL, 1) > 0;
-}
-
-/*
- * Check the token against the lock and pin the lease when it is live;
- * caller has an SPI connection. A failed check keeps no lock (see
- * dlock_attempt), so it never delays the current holder.
- */
-static bool
-holds_token(text *lock_name, int64 token)
-{
-	Datum		values[2] = {PointerGetDatum(lock_name), Int64GetDatum(token)};
-	bool		held = dlock_attempt(holds_call, values);
-
-	if (!held)
-		dlock_count(STAT_HOLDS_REJECTIONS, 1);
-	return held;
-}
-
-/*
- * dlock.holds(lock_name, fencing_token) returns boolean
- */
-Datum
-dlock_holds(PG_FUNCTION_ARGS)
-{
-	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	bool		held;
-
-	dlock_require_arg(fcinfo, 1, "fencing_token");
-	SPI_connect();
-	held = holds_token(lock_name, PG_GETARG_INT64(1));
-	SPI_finish();
-	PG_RETURN_BOOL(held);
-}
-
-/*
- * dlock.assert_holds(lock_name, fencing_token) returns void
- *
- * Raises lock_not_held, with what the lock's state is instead.
- */
-Datum
-dlock_assert_holds(PG_FUNCTION_ARGS)
-{
-	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	int64		token;
-	Datum		values[1];
-	char	   *detail;
-
-	dlock_require_arg(fcinfo, 1, "fencing_token");
-	token = PG_GETARG_INT64(1);
-
-	SPI_connect();
-	if (holds_token(lock_name, token))
-	{
-		SPI_finish();
-		PG_RETURN_VOID();
-	}
-
-	values[0] = PointerGetDatum(lock_name);
-	if (dlock_execute(PLAN_LEASE_EXPIRY, values, NULL, 1) == 0)
-		detail = pstrdup("The lock has never been acquired.");
-	else
-	{
-		bool		isnull;
-		bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-													  SPI_tuptable->tupdesc, 2, &isnull));
-		int64		current = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														  SPI_tuptable->tupdesc, 3, &isnull));
-
-		if (live && current != token)
-			detail = psprintf("The live lease has fencing token " INT64_FORMAT ".", current);
-		else if (live)
-			detail = pstrdup("The lease changed while it was being checked.");
-		else
-			detail = psprintf("No lease is live; the last fencing token was " INT64_FORMAT ".",
-							  current);
-	}
-	SPI_finish();
-
-	ereport(ERROR,
-			(errcode(ERRCODE_DLOCK_LOCK_NOT_HELD),
-			 errmsg("lock \"%s\" is not held with fencing token " INT64_FORMAT,
-					text_to_cstring(lock_name), token),
-			 errdetail_internal("%s", detail)));
-	PG_RETURN_VOID();			/* keep compiler quiet */
-}
 
 /*
  * dlock.fence(resource, fencing_token) returns void

@@ -24,12 +24,14 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "pg_dlock.h"
 
@@ -42,7 +44,7 @@ PG_FUNCTION_INFO_V1(dlock_release);
 typedef struct AcquireArgs
 {
 	text	   *lock_name;
-	Datum		ttl;
+	int64		ttl_usecs;		/* the ttl, by dlock_arg_ttl */
 	pg_uuid_t  *owner;
 	text	   *holder;			/* NULL when not given */
 } AcquireArgs;
@@ -81,7 +83,7 @@ static void
 acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 {
 	args->lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	args->ttl = Int64GetDatum(dlock_arg_ttl(fcinfo, 1));
+	args->ttl_usecs = dlock_arg_ttl(fcinfo, 1);
 	args->owner = dlock_arg_owner_token(fcinfo, owner_arg);
 	if (args->owner == NULL)
 		args->owner = new_owner_token();
@@ -95,141 +97,292 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
 }
 
+/* The timeline ID of a grant_timeline column value */
+#define TOKEN_COUNTER_MASK ((INT64CONST(1) << DLOCK_COUNTER_BITS) - 1)
+
 /*
- * Copy the lease in the first row of SPI_tuptable into a tuple of type
- * tupdesc, allocated in memory context cxt.
+ * The first token of a new name, above the reap floor: the counter carries
+ * on above the floor, in generation "timeline" unless the floor is in a
+ * later generation already.
+ */
+static int64
+first_token(int64 floor, int32 timeline)
+{
+	if ((floor >> DLOCK_COUNTER_BITS) >= timeline)
+		return floor + 1;
+	return ((int64) timeline << DLOCK_COUNTER_BITS) | ((floor & TOKEN_COUNTER_MASK) + 1);
+}
+
+/*
+ * The next token of a row last granted on grant_timeline, granted now on
+ * "timeline": one more, and a generation up whenever the timeline differs.
+ * Up by the difference when the timeline grew (a promotion), so tokens of
+ * rows first granted on a timeline stay in its generation; up by the new
+ * timeline when it is lower (a restore or pg_upgrade into a new cluster,
+ * whose timelines start again at 1), so that a later promotion in the new
+ * cluster still moves every row above what its old primary granted.
+ */
+static int64
+next_token(int64 token, int32 grant_timeline, int32 timeline)
+{
+	int64		generation = token >> DLOCK_COUNTER_BITS;
+
+	if (timeline == grant_timeline)
+		return token + 1;
+	generation += timeline > grant_timeline ? timeline - grant_timeline : timeline;
+	return (generation << DLOCK_COUNTER_BITS) | ((token & TOKEN_COUNTER_MASK) + 1);
+}
+
+/*
+ * Audit record for a lease event; opens its own SPI connection.
+ */
+static void
+audit_event(const char *event, text *lock_name, int64 token, bool token_isnull,
+			text *holder, const char *reason)
+{
+	SPI_connect();
+	dlock_audit(event, lock_name, Int64GetDatum(token), token_isnull, holder, reason);
+	SPI_finish();
+}
+
+/*
+ * Try fn(arg) until it returns true; with deadline 0 only once, otherwise
+ * retrying with short sleeps until the deadline. Cancel interrupts it.
+ */
+static bool
+retry_until(bool (*fn) (void *arg), void *arg, TimestampTz deadline)
+{
+	for (int round = 0;; round++)
+	{
+		TimestampTz now;
+
+		if (fn(arg))
+			return true;
+		now = GetCurrentTimestamp();
+		if (deadline == 0 || now >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static bool
+try_floor_lock(void *arg)
+{
+	return dlock_floor_lock_shared();
+}
+
+static bool
+try_new_name_lock(void *arg)
+{
+	return dlock_new_name_lock(*(uint64 *) arg, false);
+}
+
+/*
+ * Result of one attempt in lease form, in memory context cxt.
  */
 static HeapTuple
-lease_from_spi(TupleDesc tupdesc, MemoryContext cxt)
+lease_tuple(TupleDesc tupdesc, MemoryContext cxt, DlockRow *row)
 {
-	HeapTuple	row = SPI_tuptable->vals[0];
-	TupleDesc	rowdesc = SPI_tuptable->tupdesc;
 	Datum		values[4];
-	bool		nulls[4];
-	MemoryContext oldcxt;
+	bool		nulls[4] = {false, false, false, false};
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 	HeapTuple	lease;
 
-	for (int i = 0; i < 4; i++)
-		values[i] = SPI_getbinval(row, rowdesc, i + 1, &nulls[i]);
-	oldcxt = MemoryContextSwitchTo(cxt);
+	values[0] = row->values[Anum_lock_name - 1];
+	values[1] = row->values[Anum_owner_token - 1];
+	values[2] = row->values[Anum_fencing_seq - 1];
+	values[3] = row->values[Anum_lease_until - 1];
 	lease = heap_form_tuple(tupdesc, values, nulls);
 	MemoryContextSwitchTo(oldcxt);
 	return lease;
 }
 
 /*
- * The statements of one attempt; see try_acquire_once.
+ * Set the columns of a lease granted now to args->owner.
+ */
+static void
+set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now)
+{
+	row->values[Anum_owner_token - 1] = UUIDPGetDatum(args->owner);
+	row->nulls[Anum_owner_token - 1] = false;
+	row->values[Anum_holder - 1] = PointerGetDatum(args->holder);
+	row->nulls[Anum_holder - 1] = args->holder == NULL;
+	row->values[Anum_lease_until - 1] = TimestampTzGetDatum(now + args->ttl_usecs);
+	row->nulls[Anum_lease_until - 1] = false;
+	row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
+}
+
+/*
+ * Create the row of a name that has none, granting its first lease. Returns
+ * false, having created nothing, when the row appeared meanwhile (new_row
+ * unset: read again) or a lock it needs was not available by the deadline.
+ */
+static bool
+grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
+			   DlockRow *row, bool *appeared)
+{
+	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(args->lock_name),
+										   VARSIZE_ANY_EXHDR(args->lock_name), 0);
+	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
+	TimestampTz now;
+	int32		timeline = dlock_token_timeline();
+
+	*appeared = false;
+
+	/* a second creator of the name waits for the first, as a unique index would */
+	if (deadline == 0)
+		(void) dlock_new_name_lock(hash, true);
+	else if (!retry_until(try_new_name_lock, &hash, deadline))
+		return false;
+	if (dlock_row_read(rows, args->lock_name, row))
+	{
+		*appeared = true;
+		return false;
+	}
+
+	/*
+	 * Reap holds the floor lock only while it deletes rows and raises the
+	 * floor; the floor must include what it deletes.
+	 */
+	if (!retry_until(try_floor_lock, NULL, deadline))
+		return false;
+
+	row->values = palloc0(sizeof(Datum) * tupdesc->natts);
+	row->nulls = palloc(sizeof(bool) * tupdesc->natts);
+	for (int i = 0; i < tupdesc->natts; i++)
+		row->nulls[i] = true;
+	now = GetCurrentTimestamp();
+	row->values[Anum_lock_name - 1] = PointerGetDatum(args->lock_name);
+	row->nulls[Anum_lock_name - 1] = false;
+	set_owner(row, args, now);
+	row->nulls[Anum_updated_at - 1] = false;
+	row->values[Anum_fencing_seq - 1] = Int64GetDatum(first_token(dlock_token_floor(), timeline));
+	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
+	row->values[Anum_renewals - 1] = Int64GetDatum(0);
+	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);
+	row->values[Anum_takeovers - 1] = Int64GetDatum(0);
+	row->values[Anum_taken_over - 1] = BoolGetDatum(false);
+	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
+		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
+	dlock_row_insert(rows, row);
+	return true;
+}
+
+/*
+ * One attempt to grant the lease to args->owner, decided on the newest
+ * committed version of the row with one clock reading. A refusal holds no
+ * row lock and takes no transaction ID. Waits for a transaction that is
+ * changing the row, up to deadline (0: as long as an UPDATE would, bounded
+ * by lock_timeout). Counts and audits the grant; the transaction will
+ * commit durably.
  */
 static void
 attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-				 AcquireAttempt *attempt)
+			  TimestampTz deadline, AcquireAttempt *attempt)
 {
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-
-	values[0] = PointerGetDatum(args->lock_name);
-	values[1] = args->ttl;
-	values[2] = UUIDPGetDatum(args->owner);
-	values[3] = PointerGetDatum(args->holder);
-	if (args->holder == NULL)
-		nulls[3] = 'n';
-	values[4] = Int64GetDatum((int64) dlock_token_timeline());
+	DlockRows	rows;
+	DlockRow	row;
+	bool		new_lease = true;
+	bool		taken_over = false;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
 
-	/*
-	 * Normally one round: the row exists and the UPDATE decides. The INSERT
-	 * runs for a name never seen (or reaped); losing that race to another
-	 * session, or a lease expiring between two statements, sends us round
-	 * again.
-	 */
-	for (int round = 0; round < 3; round++)
+	dlock_rows_open(&rows);
+	for (;;)
 	{
-		bool		isnull;
+		TimestampTz now;
+		TimestampTz lease_until;
+		bool		has_owner;
+		bool		appeared;
 
-		if (dlock_execute(PLAN_ACQUIRE_EXISTING, values, nulls, 1) == 0)
+		new_lease = true;
+		if (!dlock_row_read(&rows, args->lock_name, &row))
 		{
-			Datum		values_name[1] = {values[0]};
-
-			if (dlock_execute(PLAN_LEASE_EXPIRY, values_name, NULL, 1) > 0)
-			{
-				bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-															  SPI_tuptable->tupdesc,
-															  2, &isnull));
-
-				if (live)
-				{
-					attempt->busy_until =
-						DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-														  SPI_tuptable->tupdesc,
-														  1, &isnull));
-					return;
-				}
-				continue;		/* expired since the UPDATE looked: again */
-			}
-			(void) dlock_execute(PLAN_FLOOR_SHARED, NULL, NULL, 1);
-			(void) dlock_execute_latest(PLAN_FLOOR_READ, NULL, NULL, 1);
-			values[5] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			if (dlock_execute(PLAN_ACQUIRE_NEW, values, nulls, 1) == 0)
-				continue;		/* another session created it first */
-		}
-
-		/* Granted, or extended for a retrying owner */
-		{
-			HeapTuple	row = SPI_tuptable->vals[0];
-			TupleDesc	rowdesc = SPI_tuptable->tupdesc;
-			bool		new_lease = DatumGetBool(SPI_getbinval(row, rowdesc, 5, &isnull));
-			bool		taken_over = DatumGetBool(SPI_getbinval(row, rowdesc, 6, &isnull));
-			Datum		token = SPI_getbinval(row, rowdesc, 3, &isnull);
-
-			attempt->acquired = true;
-			attempt->lease = lease_from_spi(tupdesc, cxt);
-			dlock_require_durable_commit();
-			if (new_lease)
-			{
-				dlock_count(STAT_ACQUISITIONS, 1);
-				if (taken_over)
-					dlock_count(STAT_TAKEOVERS, 1);
-				if (dlock_audit_level == DLOCK_AUDIT_ALL)
-					dlock_audit(taken_over ? "takeover" : "acquire", args->lock_name,
-								token, false, args->holder, NULL);
-			}
+			if (grant_new_name(&rows, args, deadline, &row, &appeared))
+				break;
+			if (appeared)
+				continue;
+			dlock_rows_close(&rows);
 			return;
 		}
+
+		now = GetCurrentTimestamp();
+		has_owner = !row.nulls[Anum_owner_token - 1];
+		lease_until = row.nulls[Anum_lease_until - 1] ? 0 :
+			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
+		if (has_owner && lease_until > now)
+		{
+			if (memcmp(DatumGetUUIDP(row.values[Anum_owner_token - 1]), args->owner,
+					   UUID_LEN) != 0)
+			{
+				attempt->busy_until = lease_until;
+				dlock_rows_close(&rows);
+				return;
+			}
+			new_lease = false;	/* this owner retrying: same lease, same token */
+		}
+
+		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
+		{
+			case ROW_LOCKED:
+				break;
+			case ROW_CHANGED:
+				continue;
+			case ROW_BLOCKED:
+				if (dlock_row_wait(&rows, &row, deadline))
+					continue;
+				dlock_rows_close(&rows);
+				return;
+		}
+
+		if (new_lease)
+		{
+			int64		token = DatumGetInt64(row.values[Anum_fencing_seq - 1]);
+			int32		grant_timeline = DatumGetInt32(row.values[Anum_grant_timeline - 1]);
+			int32		timeline = dlock_token_timeline();
+
+			taken_over = has_owner;
+			row.values[Anum_fencing_seq - 1] =
+				Int64GetDatum(next_token(token, grant_timeline, timeline));
+			row.values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+			row.values[Anum_acquisitions - 1] =
+				Int64GetDatum(DatumGetInt64(row.values[Anum_acquisitions - 1]) + 1);
+			row.values[Anum_renewals - 1] = Int64GetDatum(0);
+			row.values[Anum_taken_over - 1] = BoolGetDatum(taken_over);
+			if (taken_over)
+				row.values[Anum_takeovers - 1] =
+					Int64GetDatum(DatumGetInt64(row.values[Anum_takeovers - 1]) + 1);
+			row.values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
+			row.nulls[Anum_acquired_at - 1] = false;
+		}
+		else
+			row.values[Anum_renewals - 1] =
+				Int64GetDatum(DatumGetInt64(row.values[Anum_renewals - 1]) + 1);
+		set_owner(&row, args, now);
+		dlock_row_update(&rows, &row);
+		break;
 	}
-}
+	dlock_rows_close(&rows);
 
-/* Arguments of attempt_grant when run through dlock_attempt */
-typedef struct GrantCall
-{
-	const AcquireArgs *args;
-	TupleDesc	tupdesc;
-	MemoryContext cxt;
-	AcquireAttempt *attempt;
-} GrantCall;
-
-static bool
-grant_call(void *arg)
-{
-	GrantCall  *call = (GrantCall *) arg;
-
-	attempt_grant(call->args, call->tupdesc, call->cxt, call->attempt);
-	return call->attempt->acquired;
-}
-
-/*
- * One attempt to grant the lease; caller has an SPI connection. Counts and
- * audits the outcome; on success, the transaction will commit durably. A
- * refused attempt keeps no row lock (see dlock_attempt).
- */
-static void
-try_acquire_once(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-				 AcquireAttempt *attempt)
-{
-	GrantCall	call = {args, tupdesc, cxt, attempt};
-
-	dlock_attempt(grant_call, &call);
+	attempt->acquired = true;
+	attempt->lease = lease_tuple(tupdesc, cxt, &row);
+	dlock_require_durable_commit();
+	if (new_lease)
+	{
+		dlock_count(STAT_ACQUISITIONS, 1);
+		if (taken_over)
+			dlock_count(STAT_TAKEOVERS, 1);
+		if (dlock_audit_level == DLOCK_AUDIT_ALL)
+			audit_event(taken_over ? "takeover" : "acquire", args->lock_name,
+						DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
+						args->holder, NULL);
+	}
 }
 
 /*
@@ -259,9 +412,7 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 	acquire_args(fcinfo, 2, &args);
 	tupdesc = lease_tupdesc(fcinfo);
 
-	SPI_connect();
-	try_acquire_once(&args, tupdesc, cxt, &attempt);
-	SPI_finish();
+	attempt_grant(&args, tupdesc, cxt, 0, &attempt);
 
 	if (!attempt.acquired)
 	{
@@ -285,6 +436,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	MemoryContext cxt = CurrentMemoryContext;
 	int64		wait_usecs;
+	TimestampTz deadline;
 	instr_time	started;
 	int			slot;
 	volatile int round = 0;
@@ -306,9 +458,10 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	tupdesc = lease_tupdesc(fcinfo);
 
 	INSTR_TIME_SET_CURRENT(started);
+	deadline = GetCurrentTimestamp();
+	deadline = wait_usecs > PG_INT64_MAX - deadline ? PG_INT64_MAX : deadline + wait_usecs;
 	slot = dlock_wait_prepare(args.lock_name);
 
-	SPI_connect();
 	PG_TRY();
 	{
 		/*
@@ -327,7 +480,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			instr_time	elapsed;
 			int64		waited_usecs;
 
-			try_acquire_once(&args, tupdesc, cxt, &attempt);
+			attempt_grant(&args, tupdesc, cxt, deadline, &attempt);
 
 			INSTR_TIME_SET_CURRENT(elapsed);
 			INSTR_TIME_SUBTRACT(elapsed, started);
@@ -347,7 +500,6 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		dlock_wait_leave(slot);
 	}
 	PG_END_TRY();
-	SPI_finish();
 
 	if (!attempt.acquired)
 	{
@@ -363,6 +515,56 @@ dlock_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Change this owner's live lease of lock_name: extend it by ttl_usecs from
+ * now (renew) or end it now (ttl_usecs 0, release). Decided on the newest
+ * committed version of the row with one clock reading; when another
+ * transaction holds the row (a holds() pin, a concurrent renew), waits for
+ * it without holding anything and decides again on the row as it is then.
+ * On success row holds the new version.
+ */
+static bool
+change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *row)
+{
+	DlockRows	rows;
+	bool		changed = false;
+
+	dlock_rows_open(&rows);
+	while (dlock_row_read(&rows, lock_name, row))
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (row->nulls[Anum_owner_token - 1] || row->nulls[Anum_lease_until - 1] ||
+			DatumGetTimestampTz(row->values[Anum_lease_until - 1]) <= now ||
+			memcmp(DatumGetUUIDP(row->values[Anum_owner_token - 1]), owner, UUID_LEN) != 0)
+			break;
+
+		switch (dlock_row_lock(&rows, row, LockTupleNoKeyExclusive))
+		{
+			case ROW_LOCKED:
+				break;
+			case ROW_CHANGED:
+				continue;
+			case ROW_BLOCKED:
+				(void) dlock_row_wait(&rows, row, 0);
+				continue;
+		}
+
+		if (ttl_usecs > 0)
+			row->values[Anum_renewals - 1] =
+				Int64GetDatum(DatumGetInt64(row->values[Anum_renewals - 1]) + 1);
+		else
+			row->nulls[Anum_owner_token - 1] = true;
+		row->values[Anum_lease_until - 1] = TimestampTzGetDatum(now + ttl_usecs);
+		row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
+		dlock_row_update(&rows, row);
+		changed = true;
+		break;
+	}
+	dlock_rows_close(&rows);
+	return changed;
+}
+
+/*
  * dlock.renew(lock_name, owner_token, ttl) returns timestamptz
  *
  * Extends a live lease of this owner. An expired lease is gone, even if
@@ -373,45 +575,48 @@ Datum
 dlock_renew(PG_FUNCTION_ARGS)
 {
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	Datum		values[3];
-	bool		renewed;
-	TimestampTz lease_until = 0;
+	int64		ttl_usecs;
+	DlockRow	row;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
-	values[0] = PointerGetDatum(lock_name);
-	values[1] = PG_GETARG_DATUM(1);
-	values[2] = Int64GetDatum(dlock_arg_ttl(fcinfo, 2));
+	ttl_usecs = dlock_arg_ttl(fcinfo, 2);
 
-	SPI_connect();
-	renewed = dlock_execute(PLAN_RENEW, values, NULL, 1) > 0;
-	if (renewed)
-	{
-		bool		isnull;
-
-		lease_until = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc,
-														1, &isnull));
-		dlock_require_durable_commit();
-		dlock_count(STAT_RENEWALS, 1);
-	}
-	else
+	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &row))
 	{
 		dlock_count(STAT_RENEWALS_REFUSED, 1);
 		if (dlock_audit_level == DLOCK_AUDIT_ALL)
-			dlock_audit("renew_refused", lock_name, (Datum) 0, true, NULL, NULL);
-	}
-	SPI_finish();
-
-	if (!renewed)
+			audit_event("renew_refused", lock_name, 0, true, NULL, NULL);
 		PG_RETURN_NULL();
-	PG_RETURN_TIMESTAMPTZ(lease_until);
+	}
+	dlock_require_durable_commit();
+	dlock_count(STAT_RENEWALS, 1);
+	PG_RETURN_DATUM(row.values[Anum_lease_until - 1]);
 }
 
 /*
- * After a statement that ended a lease returned (fencing_seq, holder): wake
- * the waiters once the transaction commits, count it, and audit it as
- * "event" when dlock.audit is at least audit_from. Caller has an SPI
- * connection.
+ * A lease ended (release or force release) with fencing token "token" held
+ * by "holder": wake the waiters once the transaction commits, count it, and
+ * audit it as "event" when dlock.audit is at least audit_from.
+ */
+static void
+lease_ended(text *lock_name, const char *event, DlockCounter counter,
+			DlockAuditLevel audit_from, const char *reason,
+			int64 token, bool token_isnull, text *holder)
+{
+	dlock_wake_waiters(lock_name);
+	dlock_count(counter, 1);
+	if (dlock_audit_level >= (int) audit_from)
+	{
+		if (SPI_connect() == SPI_ERROR_CONNECT)
+			elog(ERROR, "pg_dlock: SPI_connect failed");
+		dlock_audit(event, lock_name, Int64GetDatum(token), token_isnull, holder, reason);
+		SPI_finish();
+	}
+}
+
+/*
+ * dlock_lease_ended for a statement that returned (fencing_seq, holder) in
+ * SPI_tuptable; caller has an SPI connection.
  */
 void
 dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
@@ -424,11 +629,9 @@ dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 	Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
 									   SPI_tuptable->tupdesc, 2, &holder_isnull);
 
-	dlock_wake_waiters(lock_name);
-	dlock_count(counter, 1);
-	if (dlock_audit_level >= (int) audit_from)
-		dlock_audit(event, lock_name, token, token_isnull,
-					holder_isnull ? NULL : DatumGetTextPP(holder), reason);
+	lease_ended(lock_name, event, counter, audit_from, reason,
+				token_isnull ? 0 : DatumGetInt64(token), token_isnull,
+				holder_isnull ? NULL : DatumGetTextPP(holder));
 }
 
 /*
@@ -441,24 +644,20 @@ Datum
 dlock_release(PG_FUNCTION_ARGS)
 {
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	Datum		values[2];
 	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
-	bool		released;
+	DlockRow	row;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
-	values[0] = PointerGetDatum(lock_name);
-	values[1] = PG_GETARG_DATUM(1);
 
-	SPI_connect();
-	released = dlock_execute(PLAN_RELEASE, values, NULL, 1) > 0;
-	if (released)
+	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, &row))
 	{
-		dlock_allow_async_release(had_xid);
-		dlock_lease_ended(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL);
-	}
-	else
 		dlock_count(STAT_RELEASES_REFUSED, 1);
-	SPI_finish();
-
-	PG_RETURN_BOOL(released);
+		PG_RETURN_BOOL(false);
+	}
+	dlock_allow_async_release(had_xid);
+	lease_ended(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
+				DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
+				row.nulls[Anum_holder - 1] ? NULL :
+				DatumGetTextPP(row.values[Anum_holder - 1]));
+	PG_RETURN_BOOL(true);
 }

@@ -124,6 +124,8 @@ _PG_init(void)
 							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
+	dlock_holds_init();
+
 	MarkGUCPrefixReserved("dlock");
 
 	dlock_durability_init();

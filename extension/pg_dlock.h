@@ -15,6 +15,9 @@
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
+#include "nodes/lockoptions.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
 #include "utils/uuid.h"
 
 /*
@@ -57,16 +60,7 @@ extern pg_uuid_t *dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno);
 /* spi_plans.c: prepared statements kept for the life of the backend */
 typedef enum DlockPlanId
 {
-	PLAN_ACQUIRE_EXISTING,
-	PLAN_ACQUIRE_NEW,
-	PLAN_FLOOR_SHARED,
-	PLAN_FLOOR_READ,
-	PLAN_FLOOR_EXCLUSIVE,
 	PLAN_FLOOR_COMPACT,
-	PLAN_LEASE_EXPIRY,
-	PLAN_RENEW,
-	PLAN_RELEASE,
-	PLAN_HOLDS,
 	PLAN_FENCE,
 	PLAN_FENCE_CURRENT,
 	PLAN_FORCE_RELEASE,
@@ -78,13 +72,73 @@ typedef enum DlockPlanId
 } DlockPlanId;
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
-extern int	dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long count);
 
 /* schema.c */
 extern Oid	dlock_require_own_schema(void);
 
-/* attempt.c */
-extern bool dlock_attempt(bool (*body) (void *arg), void *arg);
+/* catalog.c: the extension's tables, found from the extension and cached */
+typedef struct DlockCatalog
+{
+	Oid			extension;
+	Oid			owner;			/* the extension's owner */
+	Oid			lock_table;		/* dlock.distributed_lock */
+	Oid			lock_index;		/* its primary key */
+	Oid			floor_table;	/* dlock.token_floor */
+	uint32		generation;		/* counts lookups: row locations cached
+								 * under an older one are stale */
+} DlockCatalog;
+
+extern const DlockCatalog *dlock_catalog(void);
+extern bool dlock_floor_lock_shared(void);
+extern bool dlock_floor_lock_exclusive(void);
+extern bool dlock_new_name_lock(uint64 hash, bool wait);
+
+/* lock_row.c: one row of dlock.distributed_lock, without the executor */
+#define DLOCK_LOCK_NATTS 12
+/* attribute numbers of dlock.distributed_lock (sql/pg_dlock--1.0.sql) */
+#define Anum_lock_name			1
+#define Anum_owner_token		2
+#define Anum_fencing_seq		3
+#define Anum_lease_until		4
+#define Anum_updated_at			5
+#define Anum_acquired_at		6
+#define Anum_holder				7
+#define Anum_renewals			8
+#define Anum_acquisitions		9
+#define Anum_takeovers			10
+#define Anum_taken_over			11
+#define Anum_grant_timeline		12
+
+typedef struct DlockRows
+{
+	Relation	rel;
+	Relation	index;
+	int			natts;
+	uint32		generation;		/* of the catalog the relations came from */
+} DlockRows;
+
+typedef struct DlockRow
+{
+	ItemPointerData tid;
+	Datum	   *values;			/* indexed by attribute number - 1 */
+	bool	   *nulls;
+} DlockRow;
+
+typedef enum DlockRowLock
+{
+	ROW_LOCKED,					/* locked: the version read is the newest */
+	ROW_CHANGED,				/* a newer version exists: read again */
+	ROW_BLOCKED					/* another transaction holds it: wait, read again */
+} DlockRowLock;
+
+extern void dlock_rows_open(DlockRows *rows);
+extern void dlock_rows_close(DlockRows *rows);
+extern bool dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row);
+extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode);
+extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
+extern void dlock_row_update(DlockRows *rows, DlockRow *row);
+extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
+extern int64 dlock_token_floor(void);
 
 /* token.c */
 extern int32 dlock_token_timeline(void);
@@ -106,6 +160,10 @@ extern void dlock_wake_waiters(text *lock_name);
 extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);
 extern void dlock_wait_init(void);
+
+/* holds.c */
+extern int	dlock_max_pin_ms;
+extern void dlock_holds_init(void);
 
 /* audit.c */
 extern void dlock_audit(const char *event, text *lock_name, Datum fencing_token,

@@ -3,11 +3,13 @@
  * spi_plans.c
  *	  Every statement pg_dlock runs, prepared once per backend and kept.
  *
- * Callers are SQL functions declared SECURITY DEFINER with search_path
- * pinned to pg_catalog, pg_temp, so these statements run as the extension
- * owner and resolve names the same way on every call. Each execution first
- * checks that "dlock" is still the extension's own schema (schema.c). Values always travel
- * as parameters: lock names are data, never SQL.
+ * These are the rare paths (fence, force release, reap, audit records); the
+ * lease functions reach their rows through lock_row.c. Every statement runs
+ * as the extension owner with search_path pinned to pg_catalog, pg_temp,
+ * whoever calls it (see dlock_execute), so it resolves names the same way
+ * on every call, and only after checking that "dlock" is still the
+ * extension's own schema (schema.c). Values always travel as parameters:
+ * lock names are data, never SQL.
  *
  * Expiry is decided with clock_timestamp() inside the statement, never
  * now(): now() is the transaction's start, and a lease judged on it could be
@@ -24,56 +26,10 @@
 
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
-#include "utils/snapmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
 
 #include "pg_dlock.h"
-
-/*
- * The first token of a name (README "Fencing tokens"), after the reap floor
- * "floor": the counter carries on above the floor, in generation $5 (the
- * server's timeline) unless the floor is in a later generation already.
- */
-#define FIRST_TOKEN(floor) \
-	"CASE WHEN (" floor " >> 40) >= $5 THEN " floor " + 1" \
-	" ELSE ($5 << 40) | ((" floor " & 1099511627775) + 1) END"
-
-/*
- * The next token of an existing row: one more, in a later generation
- * whenever the server's timeline differs from the row's grant_timeline.
- *
- * Within one cluster's history timelines only grow, and each switch adds
- * (new timeline - old timeline) generations, so generation minus timeline
- * is the same for every grant of the history: a promoted standby's tokens
- * are above every token issued before the promotion, even ones it never
- * received. A grant_timeline above the server's means the row comes from
- * another history (restore or pg_upgrade into a new cluster, which starts
- * on timeline 1): the generation then goes up by the whole timeline ID, so
- * the new history starts above the old one and each of its timelines stays
- * above the one before, on a server that received the row's later grants
- * or one that did not.
- */
-#define NEXT_TOKEN \
-	"CASE WHEN $5 = l.grant_timeline THEN l.fencing_seq + 1" \
-	" ELSE (((l.fencing_seq >> 40)" \
-	"        + CASE WHEN $5 > l.grant_timeline THEN $5 - l.grant_timeline ELSE $5 END) << 40)" \
-	"      | ((l.fencing_seq & 1099511627775) + 1) END"
-
-/* Same owner, lease still live: an acquire being retried */
-/*
- * Advisory lock key ("dlock" in ASCII) that orders dlock.reap against the
- * creation of new names; see PLAN_ACQUIRE_NEW and PLAN_REAP.
- */
-#define DLOCK_FLOOR_LOCK_KEY "431198038891"
-
-/*
- * End of a lease of "usecs" microseconds (the parameter given by
- * dlock_arg_ttl) from "clock": exact microseconds, no calendar arithmetic,
- * so the lease is as long as the ttl that was checked.
- */
-#define LEASE_END(clock, usecs) \
-	"(" clock " + " usecs " * '1 microsecond'::pg_catalog.interval)"
-
-#define IS_RETRY "(l.owner_token = $3 AND l.lease_until > pg_catalog.clock_timestamp())"
 
 typedef struct DlockPlanDef
 {
@@ -83,91 +39,6 @@ typedef struct DlockPlanDef
 } DlockPlanDef;
 
 static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
-	[PLAN_ACQUIRE_EXISTING] = {
-		"UPDATE dlock.distributed_lock l SET"
-		" fencing_seq = CASE WHEN " IS_RETRY " THEN l.fencing_seq ELSE " NEXT_TOKEN " END,"
-		" grant_timeline = CASE WHEN " IS_RETRY " THEN l.grant_timeline ELSE $5 END,"
-		" acquisitions = l.acquisitions + CASE WHEN " IS_RETRY " THEN 0 ELSE 1 END,"
-		" renewals = CASE WHEN " IS_RETRY " THEN l.renewals + 1 ELSE 0 END,"
-		" taken_over = CASE WHEN " IS_RETRY " THEN l.taken_over"
-		"   ELSE l.owner_token IS NOT NULL END,"
-		" takeovers = l.takeovers + CASE WHEN l.owner_token IS NOT NULL AND NOT " IS_RETRY " THEN 1 ELSE 0 END,"
-		" acquired_at = CASE WHEN " IS_RETRY " THEN l.acquired_at ELSE pg_catalog.clock_timestamp() END,"
-		" owner_token = $3,"
-		" holder = $4,"
-		" lease_until = " LEASE_END("pg_catalog.clock_timestamp()", "$2") ","
-		" updated_at = pg_catalog.clock_timestamp()"
-		" WHERE l.lock_name = $1"
-		"   AND (l.owner_token IS NULL OR l.owner_token = $3"
-		"        OR l.lease_until <= pg_catalog.clock_timestamp())"
-		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
-		"   l.renewals = 0 AS new_lease, l.taken_over",
-		5, {TEXTOID, INT8OID, UUIDOID, TEXTOID, INT8OID}
-	},
-	/*
-	 * A new name starts above every reaped token: $6 is the floor, read by
-	 * PLAN_FLOOR_READ while the caller holds the floor lock in shared mode.
-	 */
-	[PLAN_ACQUIRE_NEW] = {
-		"INSERT INTO dlock.distributed_lock AS l"
-		" (lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at,"
-		"  holder, renewals, acquisitions, takeovers, grant_timeline)"
-		" VALUES ($1, $3, " FIRST_TOKEN("$6") ","
-		"  " LEASE_END("pg_catalog.clock_timestamp()", "$2") ", pg_catalog.clock_timestamp(),"
-		"  pg_catalog.clock_timestamp(), $4, 0, 1, 0, $5)"
-		" ON CONFLICT (lock_name) DO NOTHING"
-		" RETURNING l.lock_name, l.owner_token, l.fencing_seq, l.lease_until,"
-		"   true AS new_lease, false AS taken_over",
-		6, {TEXTOID, INT8OID, UUIDOID, TEXTOID, INT8OID, INT8OID}
-	},
-	/* run with the latest snapshot: see dlock_execute_latest */
-	[PLAN_FLOOR_READ] = {
-		"SELECT COALESCE(pg_catalog.max(t.reaped_max), 0) FROM dlock.token_floor t",
-		0, {0}
-	},
-	[PLAN_FLOOR_SHARED] = {
-		"SELECT pg_catalog.pg_advisory_xact_lock_shared(" DLOCK_FLOOR_LOCK_KEY ")",
-		0, {0}
-	},
-	[PLAN_FLOOR_EXCLUSIVE] = {
-		"SELECT pg_catalog.pg_try_advisory_xact_lock(" DLOCK_FLOOR_LOCK_KEY ")",
-		0, {0}
-	},
-	[PLAN_LEASE_EXPIRY] = {
-		"SELECT l.lease_until, l.owner_token IS NOT NULL"
-		"   AND l.lease_until > pg_catalog.clock_timestamp() AS live, l.fencing_seq"
-		" FROM dlock.distributed_lock l WHERE l.lock_name = $1",
-		1, {TEXTOID}
-	},
-	[PLAN_RENEW] = {
-		"UPDATE dlock.distributed_lock l SET"
-		" lease_until = " LEASE_END("pg_catalog.clock_timestamp()", "$3") ","
-		" renewals = l.renewals + 1,"
-		" updated_at = pg_catalog.clock_timestamp()"
-		" WHERE l.lock_name = $1 AND l.owner_token = $2"
-		"   AND l.lease_until > pg_catalog.clock_timestamp()"
-		" RETURNING l.lease_until",
-		3, {TEXTOID, UUIDOID, INT8OID}
-	},
-	[PLAN_RELEASE] = {
-		"UPDATE dlock.distributed_lock l SET"
-		" owner_token = NULL,"
-		" lease_until = pg_catalog.clock_timestamp(),"
-		" updated_at = pg_catalog.clock_timestamp()"
-		" WHERE l.lock_name = $1 AND l.owner_token = $2"
-		"   AND l.lease_until > pg_catalog.clock_timestamp()"
-		" RETURNING l.fencing_seq, l.holder",
-		2, {TEXTOID, UUIDOID}
-	},
-	/* FOR SHARE conflicts with the UPDATE of a takeover, release or force release */
-	[PLAN_HOLDS] = {
-		"SELECT 1 FROM dlock.distributed_lock l"
-		" WHERE l.lock_name = $1 AND l.fencing_seq = $2"
-		"   AND l.owner_token IS NOT NULL"
-		"   AND l.lease_until > pg_catalog.clock_timestamp()"
-		" FOR SHARE",
-		2, {TEXTOID, INT8OID}
-	},
 	[PLAN_FENCE] = {
 		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
 		" VALUES ($1, $2, pg_catalog.clock_timestamp())"
@@ -193,7 +64,7 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	},
 
 	/*
-	 * Caller holds the floor lock exclusively (PLAN_FLOOR_EXCLUSIVE), so no
+	 * Caller holds the floor lock exclusively (dlock_floor_lock_exclusive), so no
 	 * new name is being created from the old floor meanwhile. Rows locked by
 	 * an acquire are skipped, not waited for.
 	 */
@@ -270,38 +141,40 @@ dlock_plan(DlockPlanId id)
  * Run prepared statement "id" with the given parameters inside an SPI
  * connection the caller opened; returns the number of rows processed and
  * leaves them in SPI_tuptable. nulls follows SPI_execute_plan ('n' = NULL).
+ *
+ * The lease functions run with the caller's privileges (they reach their
+ * rows without the executor), so a statement they need -- an audit record
+ * -- switches to the extension owner and a pinned search_path for its
+ * duration, as a SECURITY DEFINER function would.
  */
 int
 dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
 {
+	Oid			owner = dlock_catalog()->owner;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel = -1;
 	int			ret;
 
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	if (save_userid != owner)
+	{
+		SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		save_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("search_path", "pg_catalog, pg_temp",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	(void) dlock_require_own_schema();
 	(void) dlock_plan(id);
 	ret = SPI_execute_plan(plans[id], values, nulls, false, count);
 	if (ret < 0)
 		elog(ERROR, "pg_dlock: statement %d failed: %s",
 			 (int) id, SPI_result_code_string(ret));
-	return (int) SPI_processed;
-}
-
-/*
- * Like dlock_execute for a read-only statement, but with the latest
- * snapshot instead of the transaction's: in REPEATABLE READ and SERIALIZABLE
- * the transaction snapshot may predate a reap that the caller has just
- * waited for, and the floor must include it.
- */
-int
-dlock_execute_latest(DlockPlanId id, Datum *values, const char *nulls, long count)
-{
-	int			ret;
-
-	(void) dlock_require_own_schema();
-	(void) dlock_plan(id);
-	ret = SPI_execute_snapshot(plans[id], values, nulls, GetLatestSnapshot(),
-							   InvalidSnapshot, true, false, count);
-	if (ret < 0)
-		elog(ERROR, "pg_dlock: statement %d failed: %s",
-			 (int) id, SPI_result_code_string(ret));
+	if (save_nestlevel >= 0)
+	{
+		AtEOXact_GUC(true, save_nestlevel);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
 	return (int) SPI_processed;
 }

@@ -46,6 +46,7 @@ start)
 			echo "unix_socket_directories = '$dir'"
 			echo "shared_preload_libraries = 'pg_dlock'"
 			echo "max_connections = 200"
+			echo "max_prepared_transactions = 10"
 			echo "logging_collector = off"
 			echo "log_min_messages = warning"
 			while [ $# -gt 0 ]; do

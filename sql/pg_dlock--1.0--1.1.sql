@@ -76,3 +76,27 @@ REVOKE ALL ON FUNCTION dlock.purge_resource_fence(interval) FROM PUBLIC;
 
 COMMENT ON FUNCTION dlock.enforce_fencing() IS
 'row trigger. Arguments (token_column): BEFORE INSERT OR UPDATE, refuses a NULL token and any update that lowers it. (token_column, lock_name_column): also BEFORE DELETE, and the row''s token must be the live lease of the lock the row names (checked and pinned like holds)';
+
+------------------------------------------------------------------------------
+-- Issue 13 item 3: the lease functions reach their rows through the table
+-- access routines in C, which check no table privilege, so they no longer
+-- need to run as the extension owner. They run as the caller, with the
+-- caller's search_path (they resolve no names). Application roles still
+-- cannot read owner tokens or write the tables: only these functions change
+-- the rows, and only as the lease rules allow.
+------------------------------------------------------------------------------
+ALTER FUNCTION dlock.try_acquire(text, interval, uuid, text) SECURITY INVOKER RESET search_path;
+ALTER FUNCTION dlock.acquire(text, interval, interval, uuid, text) SECURITY INVOKER RESET search_path;
+ALTER FUNCTION dlock.renew(text, uuid, interval) SECURITY INVOKER RESET search_path;
+ALTER FUNCTION dlock.release(text, uuid) SECURITY INVOKER RESET search_path;
+ALTER FUNCTION dlock.holds(text, bigint) SECURITY INVOKER RESET search_path;
+ALTER FUNCTION dlock.assert_holds(text, bigint) SECURITY INVOKER RESET search_path;
+
+------------------------------------------------------------------------------
+-- Issue 11 item 11: a pin taken by holds() stalls the lease's holder and any
+-- takeover until the pinning transaction ends. Pinning is for the roles that
+-- write fenced data: grant it to them. dlock.max_pin (superuser-only) bounds
+-- how long any pin may last.
+------------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION dlock.holds(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock.assert_holds(text, bigint) FROM PUBLIC;

@@ -845,6 +845,84 @@ int case_transactions(const bench_config& cfg, sink& out) {
     return failed;
 }
 
+// ---------------------------------------------------------------------------
+// Case 6: what the lease functions cost the server per call, inside one
+// transaction (no commit, no round trip per call), against a plain UPDATE by
+// primary key. Each statement runs n times in a PL/pgSQL loop sent as one
+// statement; the loop's own cost (an assignment per iteration) is measured
+// the same way and subtracted. The lock rows exist and are free, and the
+// UPDATE's table has the same fillfactor and a text primary key.
+// ---------------------------------------------------------------------------
+int case_function_cost(const bench_config& cfg, sink& out) {
+    const std::string id = "6";
+    const long n = 5000;
+    const std::string owner = "'00000000-0000-0000-0000-0000000000f1'";
+    auto loop = [n](const std::string& body) {
+        return "DO $$DECLARE k text; BEGIN FOR i IN 0.." + std::to_string(n - 1) + " LOOP k := 'fn-' || i; " + body +
+               " END LOOP; END$$";
+    };
+    struct statement {
+        std::string system, metric, sql;
+    };
+    const std::vector<statement> statements = {
+        {"dlock-sql", "try_acquire_us", loop("PERFORM dlock.try_acquire(k, '1 minute', " + owner + ");")},
+        {"dlock-sql", "release_us", loop("PERFORM dlock.release(k, " + owner + ");")},
+        {"floor-update", "update_us",
+         loop("UPDATE bench_fn_row SET owner = " + owner + ", v = v + 1, t = clock_timestamp() WHERE key = k;")},
+        {"floor-select1", "select_us", loop("PERFORM k;")},
+    };
+    const std::string empty_loop = loop("");
+
+    int failed = 0;
+    try {
+        pg_conn pg(cfg.base.conninfo);
+        pg.exec("DROP TABLE IF EXISTS bench_fn_row");
+        pg.exec("CREATE TABLE bench_fn_row (key text PRIMARY KEY, owner uuid, v bigint NOT NULL, t timestamptz) "
+                "WITH (fillfactor = 50)");
+        pg.exec("INSERT INTO bench_fn_row SELECT 'fn-' || g, NULL, 0, now() FROM generate_series(0, " +
+                std::to_string(n - 1) + ") g");
+        pg.exec("SELECT count(dlock.release('fn-' || g, (dlock.try_acquire('fn-' || g, '1 minute', " + owner +
+                ")).owner_token)) FROM generate_series(0, " + std::to_string(n - 1) + ") g");
+        pg.exec("VACUUM ANALYZE bench_fn_row");
+        pg.exec("VACUUM ANALYZE dlock.distributed_lock");
+
+        // One pass: every statement once, each try_acquire loop followed by
+        // its release loop in the same transaction, rolled back so every
+        // pass starts from the same rows.
+        auto pass = [&](std::map<std::string, std::vector<double>>& per_call) {
+            auto timed = [&](const std::string& sql) {
+                std::int64_t t0 = now_ns();
+                pg.exec(sql);
+                return static_cast<double>(now_ns() - t0) / 1e3;
+            };
+            pg.exec("BEGIN");
+            double empty = timed(empty_loop);
+            for (const auto& st : statements) {
+                double us = (timed(st.sql) - empty) / static_cast<double>(n);
+                per_call[st.system + "\t" + st.metric].push_back(us);
+            }
+            per_call["floor-select1\tloop_us"].push_back(empty / static_cast<double>(n));
+            pg.exec("ROLLBACK");
+        };
+        std::map<std::string, std::vector<double>> warm;
+        pass(warm);
+        std::map<std::string, std::vector<double>> per_call;
+        int passes = std::max(3, cfg.rounds * 3);
+        for (int i = 0; i < passes; ++i)
+            pass(per_call);
+        for (auto& [key, v] : per_call) {
+            std::sort(v.begin(), v.end());
+            auto tab = key.find('\t');
+            out.put(id, key.substr(0, tab), 1, key.substr(tab + 1), v[v.size() / 2]);
+        }
+        pg.exec("DROP TABLE bench_fn_row");
+    } catch (const std::exception& e) {
+        out.note(id, "dlock-sql", std::string("error: ") + e.what());
+        ++failed;
+    }
+    return failed;
+}
+
 } // namespace
 
 int run_case(const std::string& id, const bench_config& cfg, sink& out) {
@@ -858,6 +936,7 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out) {
     if (id == "3c") return case_churn(cfg, out);
     if (id == "4") return case_keepalive(cfg, out);
     if (id == "5") return case_transactions(cfg, out);
+    if (id == "6") return case_function_cost(cfg, out);
     throw std::invalid_argument("unknown case \"" + id + "\"");
 }
 

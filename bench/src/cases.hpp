@@ -26,7 +26,7 @@ struct bench_config {
 };
 
 // Runs case "1", "2", "3" (latency against number of rows), "3c" (churn),
-// "4" or "5". Returns the number of runs that failed.
+// "4", "5" or "6" (function cost inside one transaction). Returns the number of runs that failed.
 int run_case(const std::string& id, const bench_config& cfg, sink& out);
 
 // Runs every available system for about duration seconds each through the

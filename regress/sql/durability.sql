@@ -45,3 +45,25 @@ SELECT fencing_token IS NOT NULL AS granted
   FROM dlock.try_acquire('durable-2', '1 minute', '00000000-0000-0000-0000-0000000000d3');
 SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS has_xid;
 COMMIT;
+
+-- refused: PREPARE TRANSACTION after a grant or a renew (0A000). COMMIT
+-- PREPARED may run in a session whose synchronous_commit pg_dlock does not
+-- control, so the grant could not be made durable; nothing is prepared and
+-- the grant never happened.
+BEGIN;
+SELECT fencing_token IS NOT NULL AS granted
+  FROM dlock.try_acquire('durable-2pc', '1 minute', '00000000-0000-0000-0000-0000000000d4');
+PREPARE TRANSACTION 'dlock_grant';
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'dlock_grant';
+SELECT count(*) AS rows FROM dlock.locks WHERE lock_name = 'durable-2pc';
+BEGIN;
+SELECT dlock.renew('durable-2', '00000000-0000-0000-0000-0000000000d3', '1 minute') IS NOT NULL AS renewed;
+PREPARE TRANSACTION 'dlock_renew';
+\echo :LAST_ERROR_SQLSTATE
+-- a release may be prepared: losing it only delays the next holder
+BEGIN;
+SELECT dlock.release('durable-2', '00000000-0000-0000-0000-0000000000d3');
+PREPARE TRANSACTION 'dlock_release';
+COMMIT PREPARED 'dlock_release';
+SELECT state FROM dlock.locks WHERE lock_name = 'durable-2';

@@ -79,12 +79,15 @@ SELECT fencing_token AS acct_token, owner_token AS acct_owner
   FROM dlock.try_acquire('acct:1', '1 minute') \gset
 INSERT INTO acct VALUES (1, 'acct:1', 100, :acct_token);
 UPDATE acct SET balance = 90 WHERE id = 1;
--- the write pinned the lease: the trigger read its row FOR SHARE in this transaction
+-- the write pinned the lease: the trigger locked its row in this transaction
 BEGIN;
 UPDATE acct SET balance = 80 WHERE id = 1;
-SELECT l.mode AS lease_row_read_for_share FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
- WHERE c.relname = 'distributed_lock' AND l.pid = pg_backend_pid();
+SELECT l.xmax = pg_catalog.xid(pg_catalog.pg_current_xact_id()) AS lease_row_pinned_here
+  FROM dlock.distributed_lock l WHERE l.lock_name = 'acct:1';
 COMMIT;
+-- control: after the commit the pin is gone with the transaction
+SELECT l.xmax = pg_catalog.xid(pg_catalog.pg_current_xact_id()) AS lease_row_pinned_here
+  FROM dlock.distributed_lock l WHERE l.lock_name = 'acct:1';
 SELECT dlock.release('acct:1', :'acct_owner');
 -- refused: the lease of the row's token ended (PD002), token column untouched
 UPDATE acct SET balance = 0 WHERE id = 1;

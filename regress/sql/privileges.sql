@@ -12,6 +12,12 @@ SET ROLE regress_dlock_app;
 SELECT fencing_token AS app_token FROM dlock.try_acquire('priv', '1 minute',
        '00000000-0000-0000-0000-0000000000a1', 'app') \gset
 SELECT dlock.renew('priv', '00000000-0000-0000-0000-0000000000a1', '1 minute') IS NOT NULL AS renewed;
+-- refused: pinning a lease needs a grant (42501)
+SELECT dlock.holds('priv', :app_token);
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION dlock.holds(text, bigint), dlock.assert_holds(text, bigint) TO regress_dlock_app;
+SET ROLE regress_dlock_app;
 SELECT dlock.holds('priv', :app_token);
 SELECT lock_name, state, holder FROM dlock.locks WHERE lock_name = 'priv';
 SELECT count(*) >= 0 AS can_read_stats FROM dlock.stats;
@@ -61,6 +67,18 @@ SELECT dlock.force_release('priv', 'app host lost; ticket 7');
 RESET ROLE;
 SELECT event, lock_name, fencing_token = :app_token AS token, holder, role_name, reason
   FROM dlock.audit_log WHERE lock_name = 'priv';
+
+-- the lease functions run as the caller (no SECURITY DEFINER), yet an audit
+-- record they write is written as the extension owner: the role need not,
+-- and cannot, write dlock.audit_log
+SET dlock.audit = 'all';
+SET ROLE regress_dlock_app;
+SELECT dlock.release('audited', (dlock.try_acquire('audited', '1 minute', holder => 'app')).owner_token);
+INSERT INTO dlock.audit_log (event, lock_name, role_name) VALUES ('forged', 'audited', 'x');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+RESET dlock.audit;
+SELECT event, holder, role_name FROM dlock.audit_log WHERE lock_name = 'audited' ORDER BY id;
 
 -- SECURITY DEFINER functions pin search_path
 SELECT p.proname, p.proconfig FROM pg_proc p

@@ -204,6 +204,7 @@ GRANT SELECT, INSERT, UPDATE ON res_g, res_t, res_f, write_log TO faults_app;
 GRANT USAGE ON SEQUENCE write_log_id_seq TO faults_app;
 -- dlock.fence() needs a grant: the role that writes the fenced resources gets it.
 GRANT EXECUTE ON FUNCTION dlock.fence(text, bigint) TO faults_app;
+GRANT EXECUTE ON FUNCTION dlock.holds(text, bigint), dlock.assert_holds(text, bigint) TO faults_app;
 ALTER ROLE faults_app SET lock_timeout = '{lock_timeout}ms';
 ALTER ROLE faults_app SET idle_in_transaction_session_timeout = '8s';
 """

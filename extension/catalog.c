@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  The extension's own objects, found once per backend and cached.
+ *
+ * The hot path reaches dlock.distributed_lock and dlock.token_floor through
+ * the table access routines, so it needs their OIDs. They are found from
+ * the extension itself -- the relations that pg_depend records as members
+ * of pg_dlock -- never by a schema-qualified name, which another role could
+ * shadow. The cache is dropped on any relcache invalidation of a cached
+ * relation (DROP EXTENSION, ALTER TABLE, a rename), and on a full reset.
+ *
+ * The file also defines pg_dlock's internal heavyweight locks. They use
+ * advisory lock tags with a fourth field no SQL function produces
+ * (pg_advisory_lock and friends use 1 and 2), so no SQL caller can take or
+ * release them.
+ *
+ * IDENTIFICATION
+ *	  extension/catalog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_class_d.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/lock.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "pg_dlock.h"
+
+/* Fourth field of pg_dlock's advisory lock tags */
+#define DLOCK_LOCKTAG_FLOOR		0x6401
+#define DLOCK_LOCKTAG_NEW_NAME	0x6402
+
+static DlockCatalog catalog = {.generation = 0};
+static bool catalog_valid = false;
+static bool callback_registered = false;
+
+static void
+catalog_invalidate(Datum arg, Oid relid)
+{
+	if (!catalog_valid)
+		return;
+	if (relid == InvalidOid || relid == catalog.lock_table ||
+		relid == catalog.lock_index || relid == catalog.floor_table)
+		catalog_valid = false;
+}
+
+/*
+ * Owner and schema of extension extoid (pg_extension has no syscache).
+ */
+static void
+extension_owner_schema(Oid extoid, Oid *owner, Oid *schema)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	*owner = *schema = InvalidOid;
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		*owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+		*schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * The member table of extension extoid named relname, or InvalidOid.
+ */
+static Oid
+member_table(Oid extoid, Oid schema, const char *relname)
+{
+	Relation	rel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			found = InvalidOid;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tuple);
+
+		if (dep->classid == RelationRelationId &&
+			dep->deptype == DEPENDENCY_EXTENSION &&
+			get_rel_relkind(dep->objid) == RELKIND_RELATION &&
+			get_rel_namespace(dep->objid) == schema)
+		{
+			char	   *name = get_rel_name(dep->objid);
+
+			if (name != NULL && strcmp(name, relname) == 0)
+			{
+				found = dep->objid;
+				break;
+			}
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+static void
+catalog_missing(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension \"pg_dlock\" is not installed correctly"),
+			 errdetail("Its member %s was not found.", what),
+			 errhint("Run ALTER EXTENSION pg_dlock UPDATE, or reinstall the extension.")));
+}
+
+/*
+ * The cached OIDs, looked up when the cache is empty.
+ */
+const DlockCatalog *
+dlock_catalog(void)
+{
+	Oid			extoid;
+	Oid			schema;
+	Relation	rel;
+
+	if (catalog_valid)
+		return &catalog;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(catalog_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
+
+	extoid = get_extension_oid("pg_dlock", true);
+	if (!OidIsValid(extoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"pg_dlock\" is not installed in this database")));
+	catalog.extension = extoid;
+	extension_owner_schema(extoid, &catalog.owner, &schema);
+	catalog.lock_table = member_table(extoid, schema, "distributed_lock");
+	catalog.floor_table = member_table(extoid, schema, "token_floor");
+	if (!OidIsValid(catalog.lock_table))
+		catalog_missing("table \"distributed_lock\"");
+	if (!OidIsValid(catalog.floor_table))
+		catalog_missing("table \"token_floor\"");
+
+	rel = table_open(catalog.lock_table, AccessShareLock);
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		RelationGetDescr(rel)->natts < DLOCK_LOCK_NATTS)
+		catalog_missing("table \"distributed_lock\" as a heap table with its columns");
+	catalog.lock_index = RelationGetPrimaryKeyIndex(rel);
+	if (OidIsValid(catalog.lock_index) && list_length(RelationGetIndexList(rel)) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" must have no index but its primary key",
+						RelationGetRelationName(rel)),
+				 errhint("Drop the index that was added to it.")));
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(catalog.lock_index))
+		catalog_missing("primary key of \"distributed_lock\"");
+	catalog.generation++;
+
+	catalog_valid = true;
+	return &catalog;
+}
+
+/*
+ * Take the token floor lock in "mode" for the rest of the transaction; with
+ * wait false, return false at once if another transaction holds it in a
+ * conflicting mode.
+ */
+static bool
+floor_lock(LOCKMODE mode, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, dlock_catalog()->extension, 0,
+						 DLOCK_LOCKTAG_FLOOR);
+	return LockAcquire(&tag, mode, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Shared mode: held by a transaction that creates a lock name from the
+ * floor it read, until it ends. Never waits.
+ */
+bool
+dlock_floor_lock_shared(void)
+{
+	return floor_lock(ShareLock, false);
+}
+
+/*
+ * Exclusive mode: held by dlock.reap while it deletes rows and raises the
+ * floor, so that no name is created from the floor it is about to raise.
+ * Never waits.
+ */
+bool
+dlock_floor_lock_exclusive(void)
+{
+	return floor_lock(ExclusiveLock, false);
+}
+
+/*
+ * Lock the creation of a lock name whose 64-bit hash is "hash" for the rest
+ * of the transaction. With wait false, return false at once if another
+ * transaction is creating a name with that hash.
+ */
+bool
+dlock_new_name_lock(uint64 hash, bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 DLOCK_LOCKTAG_NEW_NAME);
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}

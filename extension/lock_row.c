@@ -1,0 +1,462 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_row.c
+ *	  Reading, locking and writing one row of dlock.distributed_lock
+ *	  without the executor.
+ *
+ * The lease functions decide on the newest committed version of a lock's
+ * row, and only then take a row lock -- never waiting for it. Taking the
+ * lock either succeeds at once on that very version, so the decision stands
+ * as made on the row as it is now; or it reports that the row changed (read
+ * it again and decide again) or that another transaction holds it (wait for
+ * that transaction without holding anything, then read and decide again).
+ * A refused call therefore never keeps a row lock, and takes no transaction
+ * ID: heap_lock_tuple assigns one only once it locks.
+ *
+ * Updates change no indexed column, so heap_update keeps them HOT when the
+ * page has room (the table's fillfactor leaves it); when it does not, the
+ * new version gets its primary-key entry here, as CatalogIndexInsert does
+ * for catalogs. The table must have no other index (checked when it is
+ * opened).
+ *
+ * Privileges: these routines check none. Callers are the extension's
+ * functions, which decide what a caller may do to the row.
+ *
+ * IDENTIFICATION
+ *	  extension/lock_row.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/multixact.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/bufmgr.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_dlock.h"
+
+/*
+ * Open the lock table and its primary key for reading and writing rows.
+ */
+void
+dlock_rows_open(DlockRows *rows)
+{
+	const DlockCatalog *cat = dlock_catalog();
+
+	rows->rel = try_table_open(cat->lock_table, RowExclusiveLock);
+	if (rows->rel == NULL)
+	{
+		/* dropped since it was cached: look it up again */
+		cat = dlock_catalog();
+		rows->rel = table_open(cat->lock_table, RowExclusiveLock);
+	}
+	rows->generation = cat->generation;
+	rows->index = index_open(cat->lock_index, RowExclusiveLock);
+	rows->natts = RelationGetDescr(rows->rel)->natts;
+}
+
+/*
+ * Close what dlock_rows_open opened; the locks stay to the end of the
+ * transaction, as the executor's do.
+ */
+void
+dlock_rows_close(DlockRows *rows)
+{
+	index_close(rows->index, NoLock);
+	table_close(rows->rel, NoLock);
+}
+
+/*
+ * Where this backend last wrote each lock row, so that the next call on the
+ * same name -- typically the release after an acquire -- can fetch the row
+ * by its location instead of descending the primary key. A location is only
+ * a hint: the row there is used only if it is visible to the latest
+ * snapshot (then it is the newest committed version) and has the name.
+ */
+#define ROW_CACHE_SIZE 256
+
+typedef struct RowCacheEntry
+{
+	uint32		hash;			/* of the lock name; 0 = empty */
+	uint32		generation;		/* catalog generation it was stored under */
+	ItemPointerData tid;
+} RowCacheEntry;
+
+static RowCacheEntry row_cache[ROW_CACHE_SIZE];
+
+static uint32
+name_hash(text *lock_name)
+{
+	uint32		hash = hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
+								  VARSIZE_ANY_EXHDR(lock_name));
+
+	return hash == 0 ? 1 : hash;
+}
+
+static void
+remember_row(DlockRows *rows, DlockRow *row)
+{
+	text	   *name = DatumGetTextPP(row->values[Anum_lock_name - 1]);
+	uint32		hash = name_hash(name);
+	RowCacheEntry *entry = &row_cache[hash % ROW_CACHE_SIZE];
+
+	entry->hash = hash;
+	entry->generation = rows->generation;
+	entry->tid = row->tid;
+}
+
+/*
+ * Copy the attributes of tuple into row, in the current memory context.
+ */
+static void
+copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
+
+	row->values = palloc(sizeof(Datum) * rows->natts);
+	row->nulls = palloc(sizeof(bool) * rows->natts);
+	heap_deform_tuple(tuple, tupdesc, row->values, row->nulls);
+	for (int i = 0; i < rows->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!row->nulls[i] && !att->attbyval)
+			row->values[i] = datumCopy(row->values[i], false, att->attlen);
+	}
+	row->tid = tuple->t_self;
+}
+
+/*
+ * The row at the location remembered for lock_name, if it is still the
+ * visible version of that row. Prunes the page first, as an index scan
+ * would, so that the HOT chains of rows found this way stay short.
+ */
+static bool
+read_remembered_row(DlockRows *rows, text *lock_name, Snapshot snapshot, DlockRow *row)
+{
+	uint32		hash = name_hash(lock_name);
+	RowCacheEntry *entry = &row_cache[hash % ROW_CACHE_SIZE];
+	HeapTupleData tuple;
+	Buffer		buffer;
+	bool		found = false;
+
+	if (entry->hash != hash || entry->generation != rows->generation ||
+		ItemPointerGetBlockNumber(&entry->tid) >= RelationGetNumberOfBlocks(rows->rel))
+		return false;
+	tuple.t_self = entry->tid;
+	if (heap_fetch(rows->rel, snapshot, &tuple, &buffer, true))
+	{
+		bool		isnull;
+		Datum		name = heap_getattr(&tuple, Anum_lock_name, RelationGetDescr(rows->rel), &isnull);
+
+		if (!isnull && DatumGetBool(DirectFunctionCall2Coll(texteq, rows->index->rd_indcollation[0],
+														   name, PointerGetDatum(lock_name))))
+		{
+			copy_row(rows, &tuple, row);
+			found = true;
+		}
+	}
+	if (BufferIsValid(buffer))
+	{
+		/* after the copy: pruning may move tuples within the page */
+		heap_page_prune_opt(rows->rel, buffer);
+		ReleaseBuffer(buffer);
+	}
+	return found;
+}
+
+/*
+ * Read the newest committed version of lock_name's row (or this
+ * transaction's own newest version) into row, copied into the current
+ * memory context. Returns false when the name has no row.
+ */
+bool
+dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	TupleTableSlot *slot;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+
+	if (read_remembered_row(rows, lock_name, snapshot, row))
+	{
+		UnregisterSnapshot(snapshot);
+		return true;
+	}
+
+	slot = table_slot_create(rows->rel, NULL);
+	/* the index's own collation: the key must order as the index does */
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   rows->index->rd_indcollation[0], F_TEXTEQ,
+						   PointerGetDatum(lock_name));
+	scan = index_beginscan(rows->rel, rows->index, snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		slot_getallattrs(slot);
+		row->values = palloc(sizeof(Datum) * rows->natts);
+		row->nulls = palloc(sizeof(bool) * rows->natts);
+		for (int i = 0; i < rows->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+			row->nulls[i] = slot->tts_isnull[i];
+			row->values[i] = row->nulls[i] ? (Datum) 0 :
+				datumCopy(slot->tts_values[i], att->attbyval, att->attlen);
+		}
+		row->tid = slot->tts_tid;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	return found;
+}
+
+/*
+ * Lock the version of the row that dlock_row_read returned, in "mode"
+ * (LockTupleNoKeyExclusive to write it, LockTupleShare to pin it), without
+ * waiting.
+ */
+DlockRowLock
+dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode)
+{
+	HeapTupleData tuple;
+	Buffer		buffer;
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	tuple.t_self = row->tid;
+	result = heap_lock_tuple(rows->rel, &tuple, GetCurrentCommandId(true), mode,
+							 LockWaitSkip, false, &buffer, &tmfd);
+	ReleaseBuffer(buffer);
+	switch (result)
+	{
+		case TM_Ok:
+			return ROW_LOCKED;
+		case TM_WouldBlock:
+			return ROW_BLOCKED;
+		case TM_Updated:
+		case TM_Deleted:
+			return ROW_CHANGED;
+		case TM_SelfModified:
+			/* changed earlier in this command: see it, then decide again */
+			CommandCounterIncrement();
+			return ROW_CHANGED;
+		default:
+			elog(ERROR, "pg_dlock: unexpected result %d locking a lock row",
+				 (int) result);
+	}
+	return ROW_CHANGED;			/* keep compiler quiet */
+}
+
+/*
+ * The other transactions that lock or update the row version at tid; the
+ * number found is returned, at most max_xids.
+ */
+static int
+row_lockers(Relation rel, ItemPointer tid, TransactionId *xids, int max_xids)
+{
+	Buffer		buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+	Page		page;
+	ItemId		lp;
+	int			n = 0;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	lp = PageGetItemId(page, ItemPointerGetOffsetNumber(tid));
+	if (ItemIdIsNormal(lp))
+	{
+		HeapTupleHeader htup = (HeapTupleHeader) PageGetItem(page, lp);
+		uint16		infomask = htup->t_infomask;
+		TransactionId xmax = HeapTupleHeaderGetRawXmax(htup);
+
+		if (!(infomask & HEAP_XMAX_INVALID))
+		{
+			if (infomask & HEAP_XMAX_IS_MULTI)
+			{
+				MultiXactMember *members;
+				int			nmembers;
+
+				LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+				nmembers = GetMultiXactIdMembers(xmax, &members, false,
+												 HEAP_XMAX_IS_LOCKED_ONLY(infomask));
+				for (int i = 0; i < nmembers && n < max_xids; i++)
+					if (!TransactionIdIsCurrentTransactionId(members[i].xid))
+						xids[n++] = members[i].xid;
+				if (nmembers > 0)
+					pfree(members);
+				ReleaseBuffer(buffer);
+				return n;
+			}
+			if (!TransactionIdIsCurrentTransactionId(xmax))
+				xids[n++] = xmax;
+		}
+	}
+	UnlockReleaseBuffer(buffer);
+	return n;
+}
+
+#define MAX_WAITED_LOCKERS 64
+
+/*
+ * Wait, holding nothing, until the transactions that locked or were
+ * updating the row when dlock_row_lock reported ROW_BLOCKED have ended.
+ * With deadline 0 the wait is bounded only by lock_timeout, like an
+ * UPDATE's; otherwise it polls and gives up at the deadline, returning
+ * false. Cancel interrupts it either way.
+ */
+bool
+dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline)
+{
+	TransactionId xids[MAX_WAITED_LOCKERS];
+	int			n = row_lockers(rows->rel, &row->tid, xids, MAX_WAITED_LOCKERS);
+
+	/*
+	 * Nobody in xmax: another session is queued for the row's tuple lock
+	 * (a force release waiting for a pin). Let it go first.
+	 */
+	if (n == 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		return deadline == 0 || GetCurrentTimestamp() < deadline;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		if (deadline == 0)
+		{
+			XactLockTableWait(xids[i], rows->rel, &row->tid, XLTW_Lock);
+			continue;
+		}
+		for (int round = 0; !ConditionalXactLockTableWait(xids[i]); round++)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+			long		sleep_ms;
+
+			if (now >= deadline)
+				return false;
+			sleep_ms = Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	return true;
+}
+
+/*
+ * Insert index entries for a tuple that heap_update or heap_insert did not
+ * put on a HOT chain.
+ */
+static void
+insert_index_entry(DlockRows *rows, HeapTuple tuple, Datum *values, bool *nulls,
+				   bool unchanged)
+{
+	IndexInfo  *info = BuildIndexInfo(rows->index);
+
+	/* the key is the lock_name column itself */
+	Assert(info->ii_NumIndexAttrs == 1 && info->ii_IndexAttrNumbers[0] == 1);
+	(void) index_insert(rows->index, &values[0], &nulls[0], &tuple->t_self,
+						rows->rel, UNIQUE_CHECK_YES, unchanged, info);
+}
+
+/*
+ * Write row->values as the new version of the row; the caller holds its
+ * lock (dlock_row_lock returned ROW_LOCKED). The new version is visible to
+ * the rest of the transaction at once.
+ */
+void
+dlock_row_update(DlockRows *rows, DlockRow *row)
+{
+	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(rows->rel), row->values, row->nulls);
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	TM_Result	result;
+
+	result = heap_update(rows->rel, &row->tid, tuple, GetCurrentCommandId(true),
+						 InvalidSnapshot, true, &tmfd, &lockmode);
+	if (result != TM_Ok)
+		elog(ERROR, "pg_dlock: unexpected result %d updating a locked lock row",
+			 (int) result);
+	if (!HeapTupleIsHeapOnly(tuple))
+		insert_index_entry(rows, tuple, row->values, row->nulls, true);
+	row->tid = tuple->t_self;
+	heap_freetuple(tuple);
+	remember_row(rows, row);
+	CommandCounterIncrement();
+}
+
+/*
+ * Insert row->values as a new row. The caller holds the new-name lock for
+ * its name (dlock_new_name_lock) and saw no row for it after taking it.
+ */
+void
+dlock_row_insert(DlockRows *rows, DlockRow *row)
+{
+	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(rows->rel), row->values, row->nulls);
+
+	heap_insert(rows->rel, tuple, GetCurrentCommandId(true), 0, NULL);
+	insert_index_entry(rows, tuple, row->values, row->nulls, false);
+	row->tid = tuple->t_self;
+	heap_freetuple(tuple);
+	remember_row(rows, row);
+	CommandCounterIncrement();
+}
+
+/*
+ * The highest token among reaped rows (dlock.token_floor), 0 if none, read
+ * with the latest snapshot: in REPEATABLE READ the transaction's snapshot
+ * may predate a reap the caller has just waited for.
+ */
+int64
+dlock_token_floor(void)
+{
+	Relation	rel = table_open(dlock_catalog()->floor_table, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int64		floor = 0;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		int64		reaped = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+
+		if (!isnull && reaped > floor)
+			floor = reaped;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return floor;
+}
