@@ -287,8 +287,6 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	int64		wait_usecs;
 	instr_time	started;
-	int			slot;
-	volatile int round = 0;
 
 	acquire_args(fcinfo, 3, &args);
 	dlock_require_arg(fcinfo, 2, "wait");
@@ -307,45 +305,36 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	tupdesc = lease_tupdesc(fcinfo);
 
 	INSTR_TIME_SET_CURRENT(started);
-	slot = dlock_wait_prepare(args.lock_name);
+	attempt.acquired = false;
+	attempt.busy_until = 0;
 
 	SPI_connect();
 	PG_TRY();
 	{
+		int64		waited_usecs = 0;
+
 		/*
-		 * Callers already waiting for this lock go first: without this, a
-		 * holder that releases and acquires again in a loop would win every
-		 * time against waiters that first have to wake up.
+		 * Callers already waiting for this lock go first, in arrival order;
+		 * dlock_wait_turn says when it is our turn to attempt.
 		 */
-		if (wait_usecs > 0 && dlock_wait_others_waiting(slot))
-		{
-			dlock_wait_join(slot);
-			dlock_wait_defer(slot, wait_usecs);
-			round = 1;
-		}
-		for (;;)
+		dlock_wait_prepare(args.lock_name, wait_usecs);
+		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
 		{
 			instr_time	elapsed;
-			int64		waited_usecs;
 
 			try_acquire_once(&args, tupdesc, cxt, &attempt);
 
 			INSTR_TIME_SET_CURRENT(elapsed);
 			INSTR_TIME_SUBTRACT(elapsed, started);
 			waited_usecs = INSTR_TIME_GET_MICROSEC(elapsed);
-
-			if (attempt.acquired || waited_usecs >= wait_usecs)
-			{
-				dlock_wait_finish(attempt.acquired, round > 0, waited_usecs);
+			if (attempt.acquired)
 				break;
-			}
-			dlock_wait_join(slot);
-			dlock_wait_sleep(slot, attempt.busy_until, wait_usecs - waited_usecs, round++);
 		}
+		dlock_wait_finish(attempt.acquired, waited_usecs);
 	}
 	PG_FINALLY();
 	{
-		dlock_wait_leave(slot);
+		dlock_wait_leave();
 	}
 	PG_END_TRY();
 	SPI_finish();

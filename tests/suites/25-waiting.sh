@@ -5,6 +5,16 @@
 set -uo pipefail
 . "$DLOCK_ROOT/tests/lib/check.sh"
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+scratch=$(mktemp -d "${DLOCK_SCRATCH:-/tmp}/waiting.XXXXXX")
+
+# wait_for_waiters NAME N: until N sessions wait in dlock.acquire for NAME
+wait_for_waiters() {
+	for _ in $(seq 1 500); do
+		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '%dlock.acquire(''$1''%' AND pid <> pg_backend_pid()")" -ge "$2" ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
 
 holder=00000000-0000-0000-0000-0000000000a1
 sql "SELECT dlock.try_acquire('waiting:killed', '1 minute', '$holder')" >/dev/null
@@ -34,4 +44,37 @@ sql "SELECT dlock.release('waiting:cancelled', (dlock.acquire('waiting:cancelled
 waits=$(sql "SELECT waits FROM dlock.stats")
 check "after a waiter was cancelled, an uncontended acquire does not wait (waits = $waits)" test "$waits" -eq 0
 
+# A lost wake-up: the waiter woken by a release is granted the lock, but its
+# transaction rolls back. The next waiter must be woken then, not find out on
+# a timed re-check. Each round: a holder, waiter A (granted first, in a
+# transaction it rolls back at once), waiter B behind it, asleep; B's grant
+# must follow A's rollback promptly. The holder keeps the lock 1.2 s first, so
+# that a timed re-check, were B left to it, would come up to 500 ms late.
+lost_gaps=()
+for round in 1 2 3 4 5; do
+	name=waiting:lost:$round
+	sql "SELECT dlock.try_acquire('$name', '1 minute', '$holder')" >/dev/null
+	psql -X -q -At -v ON_ERROR_STOP=1 >"$scratch/a" 2>&1 <<-EOF &
+		BEGIN;
+		SELECT dlock.acquire('$name', '1 minute', '30 seconds') IS NOT NULL;
+		SELECT extract(epoch FROM clock_timestamp());
+		ROLLBACK;
+	EOF
+	a_client=$!
+	wait_for_waiters "$name" 1
+	psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT extract(epoch FROM clock_timestamp()) FROM dlock.acquire('$name', '1 minute', '30 seconds')" >"$scratch/b" 2>&1 &
+	b_client=$!
+	wait_for_waiters "$name" 2
+	sleep 1.2
+	sql "SELECT dlock.release('$name', '$holder')" >/dev/null
+	wait "$a_client" "$b_client"
+	a_rolled_back=$(tail -n 1 "$scratch/a")
+	b_granted=$(tail -n 1 "$scratch/b")
+	lost_gaps+=("$(awk -v a="$a_rolled_back" -v b="$b_granted" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b >= a) printf "%d", (b - a) * 1000; else print "none" }')")
+done
+slowest=$(printf '%s\n' "${lost_gaps[@]}" | sort -n | tail -n 1)
+check "a waiter is woken when the grant before it rolls back (ms after the rollback: ${lost_gaps[*]})" \
+	awk -v g="$slowest" 'BEGIN { exit !(g ~ /^[0-9]+$/ && g < 150) }'
+
+rm -rf "$scratch"
 finish
