@@ -273,6 +273,18 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
+ * lease_until of a lease tuple (dlock.lease's fourth column).
+ */
+static TimestampTz
+lease_expiry(HeapTuple lease, TupleDesc tupdesc)
+{
+	bool		isnull;
+	Datum		until = heap_getattr(lease, 4, tupdesc, &isnull);
+
+	return isnull ? 0 : DatumGetTimestampTz(until);
+}
+
+/*
  * dlock.acquire(lock_name, ttl, wait, owner_token, holder) returns dlock.lease
  *
  * Waits in the server without holding a row lock or a transaction ID between
@@ -330,7 +342,9 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			if (attempt.acquired)
 				break;
 		}
-		dlock_wait_finish(attempt.acquired, waited_usecs);
+		dlock_wait_finish(attempt.acquired,
+						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
+						  waited_usecs);
 	}
 	PG_FINALLY();
 	{

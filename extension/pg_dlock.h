@@ -85,7 +85,7 @@ extern void dlock_durability_init(void);
 /* wait.c */
 extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
-extern void dlock_wait_finish(bool acquired, int64 waited_usecs);
+extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs);
 extern void dlock_wait_leave(void);
 extern void dlock_wake_waiters(text *lock_name);
 extern Size dlock_wait_shmem_size(void);

@@ -19,23 +19,27 @@
  * never overtakes waiters already queued; dlock.try_acquire and a zero wait
  * never queue and take a free lock at once.
  *
- * Who wakes the head, and when:
+ * Who wakes the head to attempt, and when:
  *	- a transaction that released or force-released a lease, once it has
  *	  committed (before that, the release is invisible);
- *	- a waiter that was granted the lock, once its transaction ends: if that
- *	  transaction rolled back, the lock is free again, and if it committed,
- *	  the next head learns the new lease's expiry from one attempt;
+ *	- a waiter that was granted the lock, if its transaction rolls back (the
+ *	  lock is free again);
  *	- a head that leaves without the lock (wait ran out, cancel, error, exit)
  *	  wakes the waiter behind it at once, in case it was woken for nothing.
  * A wake-up sets the waiter's latch and bumps a counter in its entry; the
  * counter, not the latch, says the wake-up happened, because the attempt
  * itself may wait on (and reset) the latch.
  *
- * A head also sleeps no longer than until the current lease expires, so an
- * expired lease is taken over promptly when its holder never releases it,
- * and no longer than MAX_HEAD_SLEEP_MS, which bounds the cost of a wake-up
- * that never comes (a release in a prepared transaction committed by
- * another session). Every sleep ends when the caller's wait does.
+ * A head sleeps no longer than until the current lease expires, so an
+ * expired lease is taken over promptly when its holder never releases it.
+ * It learns the expiry from its own refused attempt, or, when it became the
+ * head because the waiter before it was granted the lock, from that waiter,
+ * which hands over its new lease's expiry (and sets the latch of the next
+ * head if it planned to sleep past it). So a handoff costs one attempt, by
+ * the waiter that gets the lock. No sleep of a head lasts more than
+ * MAX_HEAD_SLEEP_MS, which bounds the cost of a wake-up that never comes (a
+ * release in a prepared transaction committed by another session), and
+ * every sleep ends when the caller's wait does.
  *
  * Without preloading there is no shared memory: waiters poll, with a short
  * jittered sleep, and no order is kept.
@@ -106,6 +110,8 @@ typedef struct Waiter
 	int			prev;
 	int			next;
 	bool		head;			/* first queued waiter for its name */
+	TimestampTz busy_until;		/* expiry of the lease granted before us */
+	TimestampTz sleep_until;	/* when the current sleep ends, 0 if awake */
 	pg_atomic_uint32 wakeups;	/* counts wake-ups sent to this waiter */
 	uint64		hash;
 	int			name_len;
@@ -131,7 +137,7 @@ static bool slept = false;
 
 /*
  * Wake-ups this transaction sends when it ends: for a release, at commit;
- * for a grant to a queued waiter, at commit or rollback. nest_level is the
+ * for a grant to a queued waiter, at rollback. nest_level is the
  * subtransaction that did it, so a rolled back subtransaction's share can be
  * settled at once.
  */
@@ -139,7 +145,8 @@ typedef struct PendingWakeup
 {
 	uint64		hash;
 	int			nest_level;
-	bool		on_abort;		/* a grant: wake the next waiter either way */
+	bool		at_commit;		/* a release: wake the head on commit */
+	bool		at_abort;		/* a grant: wake the next waiter on rollback */
 } PendingWakeup;
 
 static PendingWakeup *pending = NULL;
@@ -213,14 +220,17 @@ wake_heads(uint64 hash)
 }
 
 /*
- * Take this backend out of its queue. The next waiter for the name becomes
- * the head; wake_next wakes it now (we leave without the lock).
+ * Take this backend out of its queue; the next waiter for the name becomes
+ * the head. Leaving without the lock (granted_until = 0) wakes it to
+ * attempt. Leaving with a lease that expires at granted_until hands it that
+ * expiry, and sets its latch only if it planned to sleep past it.
  */
 static void
-leave_queue(bool wake_next)
+leave_queue(TimestampTz granted_until)
 {
 	WaitQueue  *q;
 	int			successor = NO_WAITER;
+	bool		set_latch = false;
 
 	if (me == NULL)
 		return;
@@ -230,14 +240,23 @@ leave_queue(bool wake_next)
 	if (me->head)
 	{
 		for (int i = me->next; i != NO_WAITER; i = wait_shared->waiters[i].next)
-			if (same_name(&wait_shared->waiters[i], me))
+		{
+			Waiter	   *w = &wait_shared->waiters[i];
+
+			if (!same_name(w, me))
+				continue;
+			successor = i;
+			w->head = true;
+			w->busy_until = granted_until;
+			if (granted_until == 0)
 			{
-				successor = i;
-				wait_shared->waiters[i].head = true;
-				if (wake_next)
-					count_wakeup(i);
-				break;
+				count_wakeup(i);
+				set_latch = true;
 			}
+			else
+				set_latch = w->sleep_until == 0 || w->sleep_until > granted_until;
+			break;
+		}
 	}
 	if (me->prev == NO_WAITER)
 		q->first = me->next;
@@ -252,7 +271,7 @@ leave_queue(bool wake_next)
 	SpinLockRelease(&q->mutex);
 
 	me = NULL;
-	if (wake_next && successor != NO_WAITER)
+	if (set_latch)
 		wake_latch(successor);
 }
 
@@ -263,7 +282,7 @@ leave_queue(bool wake_next)
 static void
 wait_exit_callback(int code, Datum arg)
 {
-	leave_queue(true);
+	leave_queue(0);
 }
 
 /*
@@ -298,6 +317,8 @@ join_queue(text *lock_name)
 
 	SpinLockAcquire(&q->mutex);
 	w->head = true;
+	w->busy_until = 0;
+	w->sleep_until = 0;
 	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
 		if (same_name(&wait_shared->waiters[i], w))
 		{
@@ -327,7 +348,7 @@ join_queue(text *lock_name)
 void
 dlock_wait_prepare(text *lock_name, int64 wait_usecs)
 {
-	leave_queue(true);			/* never left over, but be sure */
+	leave_queue(0);				/* never left over, but be sure */
 	turns = 0;
 	slept = false;
 	if (wait_shared != NULL && wait_usecs > 0)
@@ -379,23 +400,44 @@ poll_sleep(TimestampTz busy_until, int64 remaining_usecs)
 }
 
 /*
- * Whether this backend heads its queue, and whether it was woken since it
- * last looked.
+ * Plan the next step of a queued waiter at time now: returns how long to
+ * sleep, or -1 to attempt now (the head, woken or due). busy_until is the
+ * expiry seen by our own last attempt, if any; otherwise that handed over
+ * by the waiter before us is used. The plan is published in our entry, so
+ * that a waiter handing over an earlier expiry knows to wake us.
  */
-static bool
-queue_head(bool *woken)
+static int64
+plan_turn(TimestampTz now, TimestampTz deadline, TimestampTz busy_until,
+		  bool attempt_due)
 {
 	WaitQueue  *q = &wait_shared->queues[me->queue];
-	uint32		wakeups;
-	bool		head;
+	uint32		wakeups = pg_atomic_read_u32(&me->wakeups);
+	int64		usecs;
+
+	if (wakeups != seen_wakeups)
+	{
+		seen_wakeups = wakeups;
+		attempt_due = true;
+	}
 
 	SpinLockAcquire(&q->mutex);
-	head = me->head;
+	if (me->head && (attempt_due || now >= deadline))
+		usecs = -1;
+	else if (now >= deadline)
+		usecs = 0;
+	else if (me->head)
+	{
+		if (busy_until == 0)
+			busy_until = me->busy_until;
+		usecs = Min(deadline - now, MAX_HEAD_SLEEP_MS * INT64CONST(1000));
+		if (busy_until != 0)
+			usecs = Min(usecs, Max(busy_until - now + 1000, 0));
+	}
+	else
+		usecs = Min(deadline - now, MAX_QUEUED_SLEEP_MS * INT64CONST(1000));
+	me->sleep_until = usecs > 0 ? now + usecs : 0;
 	SpinLockRelease(&q->mutex);
-	wakeups = pg_atomic_read_u32(&me->wakeups);
-	*woken = wakeups != seen_wakeups;
-	seen_wakeups = wakeups;
-	return head;
+	return usecs;
 }
 
 /*
@@ -416,6 +458,7 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 	bool		timer_due = false;
 	bool		first = turns++ == 0;
 
+
 	if (me == NULL)
 	{
 		if (first)
@@ -431,70 +474,64 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 	deadline = GetCurrentTimestamp() + Max(remaining_usecs, 0);
 	for (;;)
 	{
-		bool		woken;
-		bool		head = queue_head(&woken);
-		TimestampTz now;
-		int64		usecs;
+		int64		usecs = plan_turn(GetCurrentTimestamp(), deadline, busy_until,
+									  first || timer_due);
 
-		if (head && (first || woken || timer_due))
+		if (usecs < 0)
 			return true;
-		now = GetCurrentTimestamp();
-		if (now >= deadline)
-			return head;		/* the head tries once more at the end */
-
-		usecs = deadline - now;
-		if (head)
-		{
-			usecs = Min(usecs, MAX_HEAD_SLEEP_MS * INT64CONST(1000));
-			if (busy_until != 0)
-				usecs = Min(usecs, Max(busy_until - now + 1000, 0));
-		}
-		else
-			usecs = Min(usecs, MAX_QUEUED_SLEEP_MS * INT64CONST(1000));
-		timer_due = usecs <= 0 || sleep_usecs(usecs);
+		if (usecs == 0)
+			return false;		/* the wait ran out before our turn */
+		timer_due = sleep_usecs(usecs);
 	}
 }
 
 /*
- * Remember a wake-up to send when the transaction (or, for on_abort, its
- * rollback) ends.
+ * Remember a wake-up to send when the transaction commits (a release) or
+ * rolls back (a grant).
  */
 static void
-add_pending(uint64 hash, bool on_abort)
+add_pending(uint64 hash, bool grant)
 {
 	int			level = GetCurrentTransactionNestLevel();
+	PendingWakeup *p = NULL;
 
-	for (int i = 0; i < npending; i++)
+	for (int i = 0; i < npending && p == NULL; i++)
 		if (pending[i].hash == hash && pending[i].nest_level == level)
-		{
-			pending[i].on_abort |= on_abort;
-			return;
-		}
-	if (npending == pending_capacity)
+			p = &pending[i];
+	if (p == NULL)
 	{
-		pending_capacity = Max(8, pending_capacity * 2);
-		pending = pending == NULL ?
-			MemoryContextAlloc(TopMemoryContext, pending_capacity * sizeof(PendingWakeup)) :
-			repalloc(pending, pending_capacity * sizeof(PendingWakeup));
+		if (npending == pending_capacity)
+		{
+			pending_capacity = Max(8, pending_capacity * 2);
+			pending = pending == NULL ?
+				MemoryContextAlloc(TopMemoryContext, pending_capacity * sizeof(PendingWakeup)) :
+				repalloc(pending, pending_capacity * sizeof(PendingWakeup));
+		}
+		p = &pending[npending++];
+		p->hash = hash;
+		p->nest_level = level;
+		p->at_commit = false;
+		p->at_abort = false;
 	}
-	pending[npending].hash = hash;
-	pending[npending].nest_level = level;
-	pending[npending].on_abort = on_abort;
-	npending++;
+	if (grant)
+		p->at_abort = true;
+	else
+		p->at_commit = true;
 }
 
 /*
  * The call is over (acquired or given up); count the wait if there was one.
- * A waiter that got the lock leaves its queue; the one behind it is woken
- * when this transaction ends.
+ * A waiter that got the lock, a lease expiring at lease_until, leaves its
+ * queue and hands that expiry to the waiter behind it, which is woken to
+ * attempt only if this transaction rolls back.
  */
 void
-dlock_wait_finish(bool acquired, int64 waited_usecs)
+dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs)
 {
 	if (me != NULL && acquired)
 	{
 		add_pending(me->hash, true);
-		leave_queue(false);
+		leave_queue(lease_until);
 	}
 	if (slept || turns > 1)
 	{
@@ -511,7 +548,7 @@ dlock_wait_finish(bool acquired, int64 waited_usecs)
 void
 dlock_wait_leave(void)
 {
-	leave_queue(true);
+	leave_queue(0);
 }
 
 /*
@@ -535,12 +572,12 @@ wait_xact_callback(XactEvent event, void *arg)
 		return;
 	if (commit || abort)
 		for (int i = 0; i < npending; i++)
-			if (commit || pending[i].on_abort)
+			if (commit ? pending[i].at_commit : pending[i].at_abort)
 				wake_heads(pending[i].hash);
 
 	/*
-	 * A prepared transaction's releases and grants wake nobody: the waiters
-	 * find out on their timer.
+	 * A prepared transaction's releases wake nobody: the waiters find out on
+	 * their timer.
 	 */
 	if (commit || abort || event == XACT_EVENT_PREPARE)
 		npending = 0;
@@ -568,7 +605,7 @@ wait_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		{
 			if (event == SUBXACT_EVENT_ABORT_SUB)
 			{
-				if (p.on_abort)
+				if (p.at_abort)
 					wake_heads(p.hash);
 				continue;
 			}
