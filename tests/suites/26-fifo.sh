@@ -63,6 +63,12 @@ psql -X -q -At -f "$dir/barger.sql" >"$dir/barger.out" 2>&1 &
 barger_pid=$!
 
 sql "SELECT dlock.release('$name', '$holder')" >/dev/null
+# A latecomer asks while the lock passes down the queue: it must not overtake.
+psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/late" 2>&1 <<-EOF &
+	SELECT fencing_token FROM dlock.acquire('$name', '5 minutes', '2 minutes', '$(owner 99)');
+	SELECT dlock.release('$name', '$(owner 99)');
+EOF
+pids+=($!)
 for pid in "${pids[@]}"; do wait "$pid"; done
 kill "$barger_pid" 2>/dev/null
 wait "$barger_pid" 2>/dev/null
@@ -76,6 +82,10 @@ done >"$dir/tokens"
 check "every waiter was granted the lock ($granted of $waiters)" test "$granted" -eq "$waiters"
 barged=$(grep -c '^t$' "$dir/barger.out")
 check "try_acquire took the lock between grants ($barged times), so woken waiters lost attempts" test "$barged" -gt 0
+late=$(head -n 1 "$dir/late")
+last=$(sort -n "$dir/tokens" | tail -n 1)
+check "a latecomer asking while the lock passes down the queue is granted after all $waiters" \
+	test "${late:-0}" -gt "$last"
 inverted=$(inversions <"$dir/tokens")
 first=$(awk 'NR == 1 { t = $1 } $1 < t { t = $1; n = NR } END { print (n ? n : 1) }' "$dir/tokens")
 check "grants follow arrival order: $inverted of $((waiters * (waiters - 1) / 2)) pairs inverted, first grant to waiter $first" \
