@@ -401,7 +401,8 @@ poll_sleep(TimestampTz busy_until, int64 remaining_usecs)
 
 /*
  * Plan the next step of a queued waiter at time now: returns how long to
- * sleep, or -1 to attempt now (the head, woken or due). busy_until is the
+ * sleep, -1 to attempt now (the head, woken or due), or 0 when the wait ran
+ * out before our turn. busy_until is the
  * expiry seen by our own last attempt, if any; otherwise that handed over
  * by the waiter before us is used. The plan is published in our entry, so
  * that a waiter handing over an earlier expiry knows to wake us.
@@ -431,7 +432,9 @@ plan_turn(TimestampTz now, TimestampTz deadline, TimestampTz busy_until,
 			busy_until = me->busy_until;
 		usecs = Min(deadline - now, MAX_HEAD_SLEEP_MS * INT64CONST(1000));
 		if (busy_until != 0)
-			usecs = Min(usecs, Max(busy_until - now + 1000, 0));
+			usecs = Min(usecs, busy_until - now + 1000);
+		if (usecs <= 0)
+			usecs = -1;			/* that lease has expired: attempt */
 	}
 	else
 		usecs = Min(deadline - now, MAX_QUEUED_SLEEP_MS * INT64CONST(1000));
@@ -457,7 +460,6 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 	TimestampTz deadline;
 	bool		timer_due = false;
 	bool		first = turns++ == 0;
-
 
 	if (me == NULL)
 	{
