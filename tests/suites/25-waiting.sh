@@ -76,5 +76,23 @@ slowest=$(printf '%s\n' "${lost_gaps[@]}" | sort -n | tail -n 1)
 check "a waiter is woken when the grant before it rolls back (ms after the rollback: ${lost_gaps[*]})" \
 	awk -v g="$slowest" 'BEGIN { exit !(g ~ /^[0-9]+$/ && g < 150) }'
 
+# The waiter behind one that was granted the lock learns when that lease
+# expires from it, so a holder that never releases is taken over on time:
+# A is granted a 300 ms lease and never releases; B, queued behind it, must
+# take over at the expiry, not when it happens to wake up (up to 1 s later).
+name=waiting:expiry
+sql "SELECT dlock.try_acquire('$name', '1 minute', '$holder')" >/dev/null
+psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT extract(epoch FROM lease_until) FROM dlock.acquire('$name', '300 milliseconds', '30 seconds')" >"$scratch/a" 2>&1 &
+a_client=$!
+wait_for_waiters "$name" 1
+psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT extract(epoch FROM clock_timestamp()) FROM dlock.acquire('$name', '1 minute', '30 seconds')" >"$scratch/b" 2>&1 &
+b_client=$!
+wait_for_waiters "$name" 2
+sql "SELECT dlock.release('$name', '$holder')" >/dev/null
+wait "$a_client" "$b_client"
+late_ms=$(awk -v a="$(tail -n 1 "$scratch/a")" -v b="$(tail -n 1 "$scratch/b")" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b >= a) printf "%d", (b - a) * 1000; else print "none" }')
+check "the waiter behind a granted lease takes over at its expiry ($late_ms ms after it)" \
+	awk -v g="$late_ms" 'BEGIN { exit !(g ~ /^[0-9]+$/ && g < 150) }'
+
 rm -rf "$scratch"
 finish
