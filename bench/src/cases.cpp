@@ -357,9 +357,9 @@ int case_contended(const bench_config& cfg, sink& out) {
                         ag.fewest = o.fewest;
                     }
                     if (c >= 50 && waits_in_server(sys)) {
-                        auto ordered = run_ordered(ws, "order-" + sys + "-" + std::to_string(c) + "-" +
-                                                           std::to_string(round),
-                                                   cfg.base.conninfo);
+                        auto ordered =
+                            run_ordered(ws, "order-" + sys + "-" + std::to_string(c) + "-" + std::to_string(round),
+                                        cfg.base.conninfo);
                         orders[{sys, c}].inversions += ordered.inversions;
                         orders[{sys, c}].pairs += ordered.pairs;
                     }
