@@ -479,6 +479,7 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 		int64		usecs = plan_turn(GetCurrentTimestamp(), deadline, busy_until,
 									  first || timer_due);
 
+		first = false;
 		if (usecs < 0)
 			return true;
 		if (usecs == 0)
