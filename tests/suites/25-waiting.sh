@@ -6,6 +6,7 @@ set -uo pipefail
 . "$DLOCK_ROOT/tests/lib/check.sh"
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 scratch=$(mktemp -d "${DLOCK_SCRATCH:-/tmp}/waiting.XXXXXX")
+chmod 755 "$scratch" # the second server (below) runs as postgres
 
 # wait_for_waiters NAME N: until N sessions wait in dlock.acquire for NAME
 wait_for_waiters() {
@@ -101,6 +102,27 @@ wait "$a_client" "$b_client"
 late_ms=$(awk -v a="$(tail -n 1 "$scratch/a")" -v b="$(tail -n 1 "$scratch/b")" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b >= a) printf "%d", (b - a) * 1000; else print "none" }')
 check "the waiter behind a granted lease takes over at its expiry ($late_ms ms after it)" \
 	awk -v g="$late_ms" 'BEGIN { exit !(g ~ /^[0-9]+$/ && g < 150) }'
+
+# Without shared_preload_libraries there is no queue: waiters poll. A second
+# server without preloading: a wait runs out with 55P03, and a waiter gets the
+# lock after a release.
+. "$DLOCK_ROOT/tests/lib/ports.sh"
+plain_port=$(free_ports)
+if "$DLOCK_ROOT/scripts/pg-cluster.sh" start "$scratch/plain" "$plain_port" -c "shared_preload_libraries = ''" &&
+	PGPORT=$plain_port PGDATABASE=postgres psql -X -q -c 'CREATE EXTENSION pg_dlock'; then
+	plain() { PGPORT=$plain_port PGDATABASE=postgres psql -X -q -At -c "$1" 2>&1; }
+	check "without preloading, no shared memory" test "$(plain "SELECT shared_memory FROM dlock.stats")" = f
+	plain "SELECT dlock.try_acquire('waiting:plain', '1 minute', '$holder')" >/dev/null
+	check "without preloading, a wait runs out with 55P03" \
+		grep -q 'could not acquire lock "waiting:plain" within 300 ms' <<<"$(plain "SELECT dlock.acquire('waiting:plain', '1 minute', '300 milliseconds')")"
+	(sleep 0.3 && plain "SELECT dlock.release('waiting:plain', '$holder')" >/dev/null) &
+	got=$(plain "SELECT fencing_token > 0 FROM dlock.acquire('waiting:plain', '1 minute', '10 seconds')")
+	wait
+	check "without preloading, a waiter gets the lock after the release" test "$got" = t
+else
+	check "a server without preloading starts" false
+fi
+"$DLOCK_ROOT/scripts/pg-cluster.sh" destroy "$scratch/plain"
 
 rm -rf "$scratch"
 finish
