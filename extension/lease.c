@@ -273,6 +273,19 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Microseconds since started.
+ */
+static int64
+usecs_since(instr_time started)
+{
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, started);
+	return INSTR_TIME_GET_MICROSEC(elapsed);
+}
+
+/*
  * lease_until of a lease tuple (dlock.lease's fourth column).
  */
 static TimestampTz
@@ -332,19 +345,14 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		dlock_wait_prepare(args.lock_name, wait_usecs);
 		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
 		{
-			instr_time	elapsed;
-
 			try_acquire_once(&args, tupdesc, cxt, &attempt);
-
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, started);
-			waited_usecs = INSTR_TIME_GET_MICROSEC(elapsed);
 			if (attempt.acquired)
 				break;
+			waited_usecs = usecs_since(started);
 		}
 		dlock_wait_finish(attempt.acquired,
 						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
-						  waited_usecs);
+						  usecs_since(started));
 	}
 	PG_FINALLY();
 	{

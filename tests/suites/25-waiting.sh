@@ -103,6 +103,21 @@ late_ms=$(awk -v a="$(tail -n 1 "$scratch/a")" -v b="$(tail -n 1 "$scratch/b")" 
 check "the waiter behind a granted lease takes over at its expiry ($late_ms ms after it)" \
 	awk -v g="$late_ms" 'BEGIN { exit !(g ~ /^[0-9]+$/ && g < 150) }'
 
+# A waiter that gives up while queued behind another never attempts; its wait
+# still counts in dlock.stats (waits, wait_timeouts, wait_seconds).
+name=waiting:counted
+sql "SELECT dlock.try_acquire('$name', '1 minute', '$holder')" >/dev/null
+psql -X -q -At -c "SELECT dlock.release('$name', owner_token) FROM dlock.acquire('$name', '1 minute', '30 seconds')" >/dev/null 2>&1 &
+first_client=$!
+wait_for_waiters "$name" 1
+sql "SELECT dlock.stats_reset()" >/dev/null
+psql -X -q -At -c "SELECT dlock.acquire('$name', '1 minute', '300 milliseconds')" >/dev/null 2>&1
+counted=$(sql "SELECT waits || ' ' || wait_timeouts || ' ' || (wait_seconds >= 0.3) FROM dlock.stats")
+sql "SELECT dlock.release('$name', '$holder')" >/dev/null
+wait "$first_client"
+check "a wait that ran out in the queue is counted with its length (waits, timeouts, >= 0.3 s: $counted)" \
+	test "$counted" = "1 1 true"
+
 # Without shared_preload_libraries there is no queue: waiters poll. A second
 # server without preloading: a wait runs out with 55P03, and a waiter gets the
 # lock after a release.
