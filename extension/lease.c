@@ -423,6 +423,31 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Microseconds since started.
+ */
+static int64
+usecs_since(instr_time started)
+{
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, started);
+	return INSTR_TIME_GET_MICROSEC(elapsed);
+}
+
+/*
+ * lease_until of a lease tuple (dlock.lease's fourth column).
+ */
+static TimestampTz
+lease_expiry(HeapTuple lease, TupleDesc tupdesc)
+{
+	bool		isnull;
+	Datum		until = heap_getattr(lease, 4, tupdesc, &isnull);
+
+	return isnull ? 0 : DatumGetTimestampTz(until);
+}
+
+/*
  * dlock.acquire(lock_name, ttl, wait, owner_token, holder) returns dlock.lease
  *
  * Waits in the server without holding a row lock or a transaction ID between
@@ -438,8 +463,6 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	int64		wait_usecs;
 	TimestampTz deadline;
 	instr_time	started;
-	int			slot;
-	volatile int round = 0;
 
 	acquire_args(fcinfo, 3, &args);
 	dlock_require_arg(fcinfo, 2, "wait");
@@ -460,44 +483,32 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	INSTR_TIME_SET_CURRENT(started);
 	deadline = GetCurrentTimestamp();
 	deadline = wait_usecs > PG_INT64_MAX - deadline ? PG_INT64_MAX : deadline + wait_usecs;
-	slot = dlock_wait_prepare(args.lock_name);
+	attempt.acquired = false;
+	attempt.busy_until = 0;
 
 	PG_TRY();
 	{
+		int64		waited_usecs = 0;
+
 		/*
-		 * Callers already waiting for this lock go first: without this, a
-		 * holder that releases and acquires again in a loop would win every
-		 * time against waiters that first have to wake up.
+		 * Callers already waiting for this lock go first, in arrival order;
+		 * dlock_wait_turn says when it is our turn to attempt.
 		 */
-		if (wait_usecs > 0 && dlock_wait_others_waiting(slot))
+		dlock_wait_prepare(args.lock_name, wait_usecs);
+		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
 		{
-			dlock_wait_join(slot);
-			dlock_wait_defer(slot, wait_usecs);
-			round = 1;
-		}
-		for (;;)
-		{
-			instr_time	elapsed;
-			int64		waited_usecs;
-
 			attempt_grant(&args, tupdesc, cxt, deadline, &attempt);
-
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, started);
-			waited_usecs = INSTR_TIME_GET_MICROSEC(elapsed);
-
-			if (attempt.acquired || waited_usecs >= wait_usecs)
-			{
-				dlock_wait_finish(attempt.acquired, round > 0, waited_usecs);
+			if (attempt.acquired)
 				break;
-			}
-			dlock_wait_join(slot);
-			dlock_wait_sleep(slot, attempt.busy_until, wait_usecs - waited_usecs, round++);
+			waited_usecs = usecs_since(started);
 		}
+		dlock_wait_finish(attempt.acquired,
+						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
+						  usecs_since(started));
 	}
 	PG_FINALLY();
 	{
-		dlock_wait_leave(slot);
+		dlock_wait_leave();
 	}
 	PG_END_TRY();
 

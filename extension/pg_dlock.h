@@ -149,13 +149,10 @@ extern void dlock_allow_async_release(bool had_xid_before);
 extern void dlock_durability_init(void);
 
 /* wait.c */
-extern int	dlock_wait_prepare(text *lock_name);
-extern bool dlock_wait_others_waiting(int slot);
-extern void dlock_wait_join(int slot);
-extern void dlock_wait_leave(int slot);
-extern void dlock_wait_defer(int slot, int64 remaining_usecs);
-extern void dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int round);
-extern void dlock_wait_finish(bool acquired, bool waited, int64 waited_usecs);
+extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs);
+extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
+extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs);
+extern void dlock_wait_leave(void);
 extern void dlock_wake_waiters(text *lock_name);
 extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);

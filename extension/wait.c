@@ -1,27 +1,48 @@
 /*-------------------------------------------------------------------------
  *
  * wait.c
- *	  How dlock.acquire waits between attempts.
+ *	  How dlock.acquire waits between attempts, and who goes next.
  *
  * Everything about waiting is here, so the strategy can change without
  * touching the lease logic. A waiter holds no row lock and no transaction ID
- * while it sleeps; it only retries.
+ * while it sleeps.
  *
- * When pg_dlock is preloaded, each lock name hashes to one of WAIT_SLOTS
- * condition variables in shared memory. A transaction that released or
- * force-released a lease signals its slot once it has committed (not before:
- * the release is invisible until then). Signalling wakes one waiter, the one
- * that has waited longest, so a handoff costs one wake-up rather than one
- * per waiter. The slot records which name was released; a waiter for another
- * name that shares the slot hands the signal on (once per release, so the
- * hand-over cannot go round for ever).
- * Without preloading, waiters poll.
+ * When pg_dlock is preloaded, waiters queue in shared memory in arrival
+ * order, one first-in first-out queue per lock name, much as the lock
+ * manager queues PGPROCs on a lock (proc.c). Each lock name hashes to one of
+ * WAIT_SLOTS queues; every entry records its name, so names that share a
+ * slot keep separate orders. Only the first waiter for a name (its "head")
+ * attempts to take the lock; the others sleep until they become the head.
+ * Whether its attempt wins or loses, a waiter keeps its place until it
+ * leaves with the lock, gives up, or errors out. A dlock.acquire with a
+ * non-zero wait joins the queue before its first attempt, so a newcomer
+ * never overtakes waiters already queued; dlock.try_acquire and a zero wait
+ * never queue and take a free lock at once.
  *
- * For fairness, a new dlock.acquire call that finds others already waiting on
- * its slot lets them go first (dlock_wait_defer) instead of trying at once;
- * dlock.try_acquire never waits and takes a free lock at once. Either way a sleep is short and jittered,
- * and never runs past the moment the current lease expires, so an expired
- * lease is taken over promptly even if its holder never releases it.
+ * Who wakes the head to attempt, and when:
+ *	- a transaction that released or force-released a lease, once it has
+ *	  committed (before that, the release is invisible);
+ *	- a waiter that was granted the lock, if its transaction rolls back (the
+ *	  lock is free again);
+ *	- a head that leaves without the lock (wait ran out, cancel, error, exit)
+ *	  wakes the waiter behind it at once, in case it was woken for nothing.
+ * A wake-up sets the waiter's latch and bumps a counter in its entry; the
+ * counter, not the latch, says the wake-up happened, because the attempt
+ * itself may wait on (and reset) the latch.
+ *
+ * A head sleeps no longer than until the current lease expires, so an
+ * expired lease is taken over promptly when its holder never releases it.
+ * It learns the expiry from its own refused attempt, or, when it became the
+ * head because the waiter before it was granted the lock, from that waiter,
+ * which hands over its new lease's expiry (and sets the latch of the next
+ * head if it planned to sleep past it). So a handoff costs one attempt, by
+ * the waiter that gets the lock. No sleep of a head lasts more than
+ * MAX_HEAD_SLEEP_MS, which bounds the cost of a wake-up that never comes (a
+ * release in a prepared transaction committed by another session), and
+ * every sleep ends when the caller's wait does.
+ *
+ * Without preloading there is no shared memory: waiters poll, with a short
+ * jittered sleep, and no order is kept.
  *
  * IDENTIFICATION
  *	  extension/wait.c
@@ -32,12 +53,14 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "portability/instr_time.h"
-#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #if PG_VERSION_NUM >= 140000
 #include "utils/wait_event.h"
@@ -46,63 +69,290 @@
 #endif
 #if PG_VERSION_NUM >= 150000
 #include "common/pg_prng.h"
+#else
+#include "postmaster/autovacuum.h"
+#include "postmaster/bgworker_internals.h"
+#include "replication/walsender.h"
 #endif
 
 #include "pg_dlock.h"
 
 #define WAIT_SLOTS 1024
 
-/* Longest single sleep, with and without wake-ups on release */
-#define MAX_SLEEP_NOTIFIED_MS 500
-#define MAX_SLEEP_POLLING_MS 50
+/* A lock name in bytes, at most */
+#define MAX_NAME_BYTES (DLOCK_MAX_NAME_CHARS * MAX_MULTIBYTE_CHAR_LEN)
 
-/* Longest a newcomer defers to callers already waiting */
-#define MAX_DEFER_MS 10
+/* Longest sleep of a queue's head, and of a waiter behind it */
+#define MAX_HEAD_SLEEP_MS 500
+#define MAX_QUEUED_SLEEP_MS 1000
 
-typedef struct DlockWaitSlot
+/* Longest sleep between attempts without shared memory */
+#define MAX_POLL_SLEEP_MS 50
+
+/* No waiter: end of a queue */
+#define NO_WAITER (-1)
+
+/* One queue of waiters, in arrival order */
+typedef struct WaitQueue
 {
-	ConditionVariable cv;		/* signalled when a lease of the slot ends */
-	pg_atomic_uint32 waiters;	/* dlock.acquire calls waiting on the slot */
-	pg_atomic_uint32 released_hash; /* name hash of the last release, 0 = any */
-	pg_atomic_uint32 released_seq;	/* counts releases on the slot */
-} DlockWaitSlot;
+	slock_t		mutex;			/* protects the queue and its entries' links */
+	int			first;			/* index of the oldest waiter, or NO_WAITER */
+	int			last;			/* index of the newest waiter, or NO_WAITER */
+} WaitQueue;
+
+/*
+ * A backend's entry, indexed by its pgprocno. The name is written by its
+ * owner before it joins a queue and read by others only under the mutex.
+ */
+typedef struct Waiter
+{
+	int			queue;			/* slot while queued, else NO_WAITER */
+	int			prev;
+	int			next;
+	bool		head;			/* first queued waiter for its name */
+	TimestampTz busy_until;		/* expiry of the lease granted before us */
+	TimestampTz sleep_until;	/* when the current sleep ends, 0 if awake */
+	pg_atomic_uint32 wakeups;	/* counts wake-ups sent to this waiter */
+	uint64		hash;
+	int			name_len;
+	char		name[MAX_NAME_BYTES];
+} Waiter;
 
 typedef struct DlockWaitShared
 {
-	DlockWaitSlot slots[WAIT_SLOTS];
+	int			nwaiters;		/* entries in waiters[] */
+	WaitQueue	queues[WAIT_SLOTS];
+	Waiter		waiters[FLEXIBLE_ARRAY_MEMBER];
 } DlockWaitShared;
 
 static DlockWaitShared *wait_shared = NULL;
 
-/* Whether this backend is counted in a slot's waiters */
-static bool joined = false;
+/* This backend's entry while it is queued, else NULL */
+static Waiter *me = NULL;
 
-/* Name hash this backend waits for, and the last release it handed on */
-static uint32 waiting_hash = 0;
-static uint32 handed_on_seq = 0;
+/* State of the current dlock.acquire call */
+static uint32 seen_wakeups = 0;
+static int	turns = 0;			/* calls of dlock_wait_turn */
+static bool slept = false;
 
-/* Whether the current wait ended with the lock acquired */
-static bool wait_acquired = false;
-
-/* Slots this transaction must wake up when it commits, with the name hash */
-static uint64 pending_wakeups[WAIT_SLOTS / 64];
-static uint32 pending_hash[WAIT_SLOTS];
-static bool any_pending_wakeup = false;
-
-/* Hash of a lock name, never 0 (0 means "any name" in released_hash) */
-static uint32
-name_hash(text *lock_name)
+/*
+ * Wake-ups this transaction sends when it ends: for a release, at commit;
+ * for a grant to a queued waiter, at rollback. nest_level is the
+ * subtransaction that did it, so a rolled back subtransaction's share can be
+ * settled at once.
+ */
+typedef struct PendingWakeup
 {
-	uint32		hash = hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
-								  VARSIZE_ANY_EXHDR(lock_name));
+	uint64		hash;
+	int			nest_level;
+	bool		at_commit;		/* a release: wake the head on commit */
+	bool		at_abort;		/* a grant: wake the next waiter on rollback */
+} PendingWakeup;
 
-	return hash == 0 ? 1 : hash;
+static PendingWakeup *pending = NULL;
+static int	npending = 0;
+static int	pending_capacity = 0;
+
+/* Hash of a lock name; also picks its queue */
+static uint64
+name_hash(const char *name, int len)
+{
+	return hash_bytes_extended((const unsigned char *) name, len, 0);
 }
 
-static int
-wait_slot(text *lock_name)
+static WaitQueue *
+queue_of(uint64 hash)
 {
-	return name_hash(lock_name) % WAIT_SLOTS;
+	return &wait_shared->queues[hash % WAIT_SLOTS];
+}
+
+static bool
+same_name(const Waiter *a, const Waiter *b)
+{
+	return a->hash == b->hash && a->name_len == b->name_len &&
+		memcmp(a->name, b->name, a->name_len) == 0;
+}
+
+/*
+ * Count a wake-up for waiters[index]; caller holds its queue's mutex and
+ * sets the latch (wake_latch) after releasing it.
+ */
+static void
+count_wakeup(int index)
+{
+	pg_atomic_fetch_add_u32(&wait_shared->waiters[index].wakeups, 1);
+}
+
+static void
+wake_latch(int index)
+{
+	SetLatch(&GetPGProcByNumber(index)->procLatch);
+}
+
+/*
+ * Wake the head of every queued name with this hash (one name, unless two
+ * names' 64-bit hashes collide).
+ */
+static void
+wake_heads(uint64 hash)
+{
+	WaitQueue  *q = queue_of(hash);
+	int			woken[4];
+	int			nwoken = 0;
+
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+	{
+		Waiter	   *w = &wait_shared->waiters[i];
+
+		if (w->head && w->hash == hash)
+		{
+			count_wakeup(i);
+			/* beyond four colliding names, the rest see it on their timer */
+			if (nwoken < (int) lengthof(woken))
+				woken[nwoken++] = i;
+		}
+	}
+	SpinLockRelease(&q->mutex);
+
+	for (int i = 0; i < nwoken; i++)
+		wake_latch(woken[i]);
+}
+
+/*
+ * Take this backend out of its queue; the next waiter for the name becomes
+ * the head. Leaving without the lock (granted_until = 0) wakes it to
+ * attempt. Leaving with a lease that expires at granted_until hands it that
+ * expiry, and sets its latch only if it planned to sleep past it.
+ */
+static void
+leave_queue(TimestampTz granted_until)
+{
+	WaitQueue  *q;
+	int			successor = NO_WAITER;
+	bool		set_latch = false;
+
+	if (me == NULL)
+		return;
+	q = &wait_shared->queues[me->queue];
+
+	SpinLockAcquire(&q->mutex);
+	if (me->head)
+	{
+		for (int i = me->next; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		{
+			Waiter	   *w = &wait_shared->waiters[i];
+
+			if (!same_name(w, me))
+				continue;
+			successor = i;
+			w->head = true;
+			w->busy_until = granted_until;
+			if (granted_until == 0)
+			{
+				count_wakeup(i);
+				set_latch = true;
+			}
+			else
+				set_latch = w->sleep_until == 0 || w->sleep_until > granted_until;
+			break;
+		}
+	}
+	if (me->prev == NO_WAITER)
+		q->first = me->next;
+	else
+		wait_shared->waiters[me->prev].next = me->next;
+	if (me->next == NO_WAITER)
+		q->last = me->prev;
+	else
+		wait_shared->waiters[me->next].prev = me->prev;
+	me->queue = NO_WAITER;
+	me->head = false;
+	SpinLockRelease(&q->mutex);
+
+	me = NULL;
+	if (set_latch)
+		wake_latch(successor);
+}
+
+/*
+ * A backend ended by FATAL (pg_terminate_backend, a lost client) does not
+ * unwind to dlock_wait_leave: leave the queue on the way out.
+ */
+static void
+wait_exit_callback(int code, Datum arg)
+{
+	leave_queue(0);
+}
+
+/*
+ * Join the tail of lock_name's queue.
+ */
+static void
+join_queue(text *lock_name)
+{
+	static bool exit_callback_registered = false;
+	int			index = MyProc->pgprocno;
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	Waiter	   *w;
+	WaitQueue  *q;
+
+	if (index < 0 || index >= wait_shared->nwaiters)
+		return;					/* not a regular backend: poll */
+	if (len > MAX_NAME_BYTES)
+		elog(ERROR, "pg_dlock: lock name of %d bytes is too long to queue", len);
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(wait_exit_callback, (Datum) 0);
+		exit_callback_registered = true;
+	}
+
+	w = &wait_shared->waiters[index];
+	w->hash = name_hash(name, len);
+	w->name_len = len;
+	memcpy(w->name, name, len);
+	seen_wakeups = pg_atomic_read_u32(&w->wakeups);
+	q = queue_of(w->hash);
+
+	SpinLockAcquire(&q->mutex);
+	w->head = true;
+	w->busy_until = 0;
+	w->sleep_until = 0;
+	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		if (same_name(&wait_shared->waiters[i], w))
+		{
+			w->head = false;
+			break;
+		}
+	w->queue = w->hash % WAIT_SLOTS;
+	w->next = NO_WAITER;
+	w->prev = q->last;
+	if (q->last == NO_WAITER)
+		q->first = index;
+	else
+		wait_shared->waiters[q->last].next = index;
+	q->last = index;
+	SpinLockRelease(&q->mutex);
+
+	me = w;
+}
+
+/*
+ * Start a dlock.acquire call that may wait up to wait_usecs. With shared
+ * memory and a non-zero wait, this joins lock_name's queue, before the
+ * first attempt, so that a release committed between that attempt and the
+ * first sleep still wakes us. Call it inside the PG_TRY whose PG_FINALLY
+ * calls dlock_wait_leave.
+ */
+void
+dlock_wait_prepare(text *lock_name, int64 wait_usecs)
+{
+	leave_queue(0);				/* never left over, but be sure */
+	turns = 0;
+	slept = false;
+	if (wait_shared != NULL && wait_usecs > 0)
+		join_queue(lock_name);
 }
 
 static int64
@@ -118,190 +368,175 @@ random_between(int64 low, int64 high)
 }
 
 /*
- * Get ready to wait for lock_name; returns the slot to pass to
- * dlock_wait_sleep. Called before the first attempt, so that a release
- * committed between an attempt and the sleep still wakes us.
+ * Sleep on our latch for up to usecs (at least 1 ms); true if it timed out.
+ * Raises an error on cancel or statement_timeout.
  */
-int
-dlock_wait_prepare(text *lock_name)
+static bool
+sleep_usecs(int64 usecs)
 {
-	int			slot = wait_slot(lock_name);
+	int			rc;
 
-	waiting_hash = name_hash(lock_name);
-	wait_acquired = false;
-	if (wait_shared != NULL)
-	{
-		handed_on_seq = pg_atomic_read_u32(&wait_shared->slots[slot].released_seq);
-		ConditionVariablePrepareToSleep(&wait_shared->slots[slot].cv);
-	}
-	return slot;
-}
-
-/*
- * Sleep on the slot's condition variable for up to timeout_ms. A signal
- * that was meant for another name of the slot is handed on to the next
- * waiter, and the sleep goes on.
- */
-static void
-sleep_on_slot(int slot, int64 timeout_ms)
-{
-	DlockWaitSlot *s = &wait_shared->slots[slot];
-	instr_time	start;
-
-	INSTR_TIME_SET_CURRENT(start);
-	for (;;)
-	{
-		instr_time	elapsed;
-		int64		left_ms;
-		uint32		seq;
-		uint32		released;
-
-		if (ConditionVariableTimedSleep(&s->cv, timeout_ms, PG_WAIT_EXTENSION))
-			return;				/* timed out */
-		seq = pg_atomic_read_u32(&s->released_seq);
-		pg_read_barrier();
-		released = pg_atomic_read_u32(&s->released_hash);
-		if (released == 0 || released == waiting_hash || seq == handed_on_seq)
-			return;				/* ours, or not a release: try again */
-		handed_on_seq = seq;
-		ConditionVariableSignal(&s->cv);
-		CHECK_FOR_INTERRUPTS();
-
-		INSTR_TIME_SET_CURRENT(elapsed);
-		INSTR_TIME_SUBTRACT(elapsed, start);
-		left_ms = timeout_ms - (int64) INSTR_TIME_GET_MILLISEC(elapsed);
-		if (left_ms <= 0)
-			return;
-		timeout_ms = left_ms;
-	}
-}
-
-/*
- * Whether other dlock.acquire calls are waiting on the slot (possibly for
- * another name with the same hash: then deferring costs at most
- * MAX_DEFER_MS). Always false without shared memory.
- */
-bool
-dlock_wait_others_waiting(int slot)
-{
-	return wait_shared != NULL &&
-		pg_atomic_read_u32(&wait_shared->slots[slot].waiters) > 0;
-}
-
-/* Slot this backend is counted in, while joined */
-static int	joined_slot = -1;
-
-/*
- * A backend ended by FATAL (pg_terminate_backend, a lost client) does not
- * unwind to dlock_wait_leave: uncount it on the way out.
- */
-static void
-wait_exit_callback(int code, Datum arg)
-{
-	dlock_wait_leave(joined_slot);
-}
-
-/*
- * Count this backend among the slot's waiters until dlock_wait_leave.
- */
-void
-dlock_wait_join(int slot)
-{
-	static bool exit_callback_registered = false;
-
-	if (wait_shared == NULL || joined)
-		return;
-	if (!exit_callback_registered)
-	{
-		before_shmem_exit(wait_exit_callback, (Datum) 0);
-		exit_callback_registered = true;
-	}
-	pg_atomic_fetch_add_u32(&wait_shared->slots[slot].waiters, 1);
-	joined_slot = slot;
-	joined = true;
-}
-
-/*
- * Stop counting this backend among the slot's waiters; safe to call when
- * not counted. Callers use it in PG_FINALLY, so an error or cancel during
- * the wait cannot leave a phantom waiter behind.
- */
-void
-dlock_wait_leave(int slot)
-{
-	if (!joined)
-		return;
-	Assert(slot == joined_slot);
-	pg_atomic_fetch_sub_u32(&wait_shared->slots[joined_slot].waiters, 1);
-	joined = false;
-
-	/*
-	 * A signal this backend received but did not use (it gave up, or was
-	 * cancelled, before acquiring) must not be lost to the others. Waking one
-	 * more waiter than needed costs one attempt.
-	 */
-	if (!wait_acquired &&
-		pg_atomic_read_u32(&wait_shared->slots[joined_slot].waiters) > 0)
-		ConditionVariableSignal(&wait_shared->slots[joined_slot].cv);
-}
-
-/*
- * Let earlier waiters go first: sleep until the next release on the slot,
- * at most MAX_DEFER_MS and at most remaining_usecs.
- */
-void
-dlock_wait_defer(int slot, int64 remaining_usecs)
-{
-	int64		sleep_ms = Min(MAX_DEFER_MS, remaining_usecs / 1000);
-
-	if (wait_shared != NULL && sleep_ms > 0)
-		sleep_on_slot(slot, sleep_ms);
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   (long) Max((usecs + 999) / 1000, 1), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	slept = true;
 	CHECK_FOR_INTERRUPTS();
+	return (rc & WL_TIMEOUT) != 0;
 }
 
 /*
- * Sleep before attempt number round + 1. busy_until is when the current
- * lease expires (0 if unknown); remaining_usecs is what is left of the
- * caller's wait. Returns early on a release broadcast, and raises an error
- * on cancel or statement_timeout.
+ * Without shared memory: sleep a jittered, growing step before the next
+ * attempt, never past the current lease's expiry.
  */
-void
-dlock_wait_sleep(int slot, TimestampTz busy_until, int64 remaining_usecs, int round)
+static void
+poll_sleep(TimestampTz busy_until, int64 remaining_usecs)
 {
-	int64		max_ms = wait_shared ? MAX_SLEEP_NOTIFIED_MS : MAX_SLEEP_POLLING_MS;
-	int64		step_ms = Min(max_ms, (int64) 2 << Min(round, 16));
-	int64		sleep_usecs = random_between(step_ms * 500, step_ms * 1000);
+	int64		step_ms = Min(MAX_POLL_SLEEP_MS, (int64) 2 << Min(turns, 16));
+	int64		usecs = random_between(step_ms * 500, step_ms * 1000);
 
 	if (busy_until != 0)
-	{
-		int64		until_expiry = busy_until - GetCurrentTimestamp() + 1000;
-
-		sleep_usecs = Min(sleep_usecs, Max(until_expiry, 1000));
-	}
-	sleep_usecs = Min(sleep_usecs, remaining_usecs);
-	sleep_usecs = Max(sleep_usecs, 1000);
-
-	if (wait_shared != NULL)
-		sleep_on_slot(slot, sleep_usecs / 1000);
-	else
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 sleep_usecs / 1000, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-	CHECK_FOR_INTERRUPTS();
+		usecs = Min(usecs, Max(busy_until - GetCurrentTimestamp() + 1000, 1000));
+	sleep_usecs(Min(usecs, remaining_usecs));
 }
 
 /*
- * The wait is over (acquired or given up); count it if there was one.
+ * Plan the next step of a queued waiter at time now: returns how long to
+ * sleep, -1 to attempt now (the head, woken or due), or 0 when the wait ran
+ * out before our turn. busy_until is the
+ * expiry seen by our own last attempt, if any; otherwise that handed over
+ * by the waiter before us is used. The plan is published in our entry, so
+ * that a waiter handing over an earlier expiry knows to wake us.
+ */
+static int64
+plan_turn(TimestampTz now, TimestampTz deadline, TimestampTz busy_until,
+		  bool attempt_due)
+{
+	WaitQueue  *q = &wait_shared->queues[me->queue];
+	uint32		wakeups = pg_atomic_read_u32(&me->wakeups);
+	int64		usecs;
+
+	if (wakeups != seen_wakeups)
+	{
+		seen_wakeups = wakeups;
+		attempt_due = true;
+	}
+
+	SpinLockAcquire(&q->mutex);
+	if (me->head && (attempt_due || now >= deadline))
+		usecs = -1;
+	else if (now >= deadline)
+		usecs = 0;
+	else if (me->head)
+	{
+		if (busy_until == 0)
+			busy_until = me->busy_until;
+		usecs = Min(deadline - now, MAX_HEAD_SLEEP_MS * INT64CONST(1000));
+		if (busy_until != 0)
+			usecs = Min(usecs, busy_until - now + 1000);
+		if (usecs <= 0)
+			usecs = -1;			/* that lease has expired: attempt */
+	}
+	else
+		usecs = Min(deadline - now, MAX_QUEUED_SLEEP_MS * INT64CONST(1000));
+	me->sleep_until = usecs > 0 ? now + usecs : 0;
+	SpinLockRelease(&q->mutex);
+	return usecs;
+}
+
+/*
+ * Wait until this caller may make its next attempt. busy_until is when the
+ * lease that refused the last attempt expires (0 if unknown or none yet);
+ * remaining_usecs is what is left of the caller's wait. Returns false when
+ * the wait ran out first: then the caller gives up without another attempt.
+ *
+ * The first call returns at once unless earlier waiters for the name are
+ * queued. A queued waiter attempts only as the head: when woken, when the
+ * lease it saw expires, after MAX_HEAD_SLEEP_MS, and once more when its wait
+ * runs out. Raises an error on cancel or statement_timeout.
+ */
+bool
+dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
+{
+	TimestampTz deadline;
+	bool		timer_due = false;
+	bool		first = turns++ == 0;
+
+	if (me == NULL)
+	{
+		if (first)
+			return true;
+		if (remaining_usecs <= 0)
+			return false;
+		poll_sleep(busy_until, remaining_usecs);
+		return true;
+	}
+
+	if (!first && remaining_usecs <= 0)
+		return false;
+	deadline = GetCurrentTimestamp() + Max(remaining_usecs, 0);
+	for (;;)
+	{
+		int64		usecs = plan_turn(GetCurrentTimestamp(), deadline, busy_until,
+									  first || timer_due);
+
+		first = false;
+		if (usecs < 0)
+			return true;
+		if (usecs == 0)
+			return false;		/* the wait ran out before our turn */
+		timer_due = sleep_usecs(usecs);
+	}
+}
+
+/*
+ * Remember a wake-up to send when the transaction commits (a release) or
+ * rolls back (a grant).
+ */
+static void
+add_pending(uint64 hash, bool grant)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	PendingWakeup *p = NULL;
+
+	for (int i = 0; i < npending && p == NULL; i++)
+		if (pending[i].hash == hash && pending[i].nest_level == level)
+			p = &pending[i];
+	if (p == NULL)
+	{
+		if (npending == pending_capacity)
+		{
+			pending_capacity = Max(8, pending_capacity * 2);
+			pending = pending == NULL ?
+				MemoryContextAlloc(TopMemoryContext, pending_capacity * sizeof(PendingWakeup)) :
+				repalloc(pending, pending_capacity * sizeof(PendingWakeup));
+		}
+		p = &pending[npending++];
+		p->hash = hash;
+		p->nest_level = level;
+		p->at_commit = false;
+		p->at_abort = false;
+	}
+	if (grant)
+		p->at_abort = true;
+	else
+		p->at_commit = true;
+}
+
+/*
+ * The call is over (acquired or given up); count the wait if there was one.
+ * A waiter that got the lock, a lease expiring at lease_until, leaves its
+ * queue and hands that expiry to the waiter behind it, which is woken to
+ * attempt only if this transaction rolls back.
  */
 void
-dlock_wait_finish(bool acquired, bool waited, int64 waited_usecs)
+dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs)
 {
-	wait_acquired = acquired;
-	if (wait_shared != NULL)
-		(void) ConditionVariableCancelSleep();
-	if (waited)
+	if (me != NULL && acquired)
+	{
+		add_pending(me->hash, true);
+		leave_queue(lease_until);
+	}
+	if (slept || turns > 1)
 	{
 		dlock_count(STAT_WAITS, 1);
 		dlock_count(STAT_WAIT_USECS, (uint64) waited_usecs);
@@ -309,82 +544,126 @@ dlock_wait_finish(bool acquired, bool waited, int64 waited_usecs)
 }
 
 /*
- * Wake the waiters for lock_name once the current transaction commits.
+ * Leave the queue if still in it, waking the waiter behind. Callers use it
+ * in PG_FINALLY, so an error or cancel during the wait cannot leave a
+ * waiter queued, nor swallow a wake-up meant for the next one.
+ */
+void
+dlock_wait_leave(void)
+{
+	leave_queue(0);
+}
+
+/*
+ * Wake the head of lock_name's queue once the current transaction commits.
  */
 void
 dlock_wake_waiters(text *lock_name)
 {
-	uint32		hash = name_hash(lock_name);
-	int			slot = hash % WAIT_SLOTS;
-	uint64		bit = UINT64CONST(1) << (slot % 64);
-
-	if (wait_shared == NULL)
-		return;
-	/* two names of one slot in one transaction: wake every waiter */
-	if ((pending_wakeups[slot / 64] & bit) && pending_hash[slot] != hash)
-		hash = 0;
-	pending_wakeups[slot / 64] |= bit;
-	pending_hash[slot] = hash;
-	any_pending_wakeup = true;
+	if (wait_shared != NULL)
+		add_pending(name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name)),
+					false);
 }
 
 static void
 wait_xact_callback(XactEvent event, void *arg)
 {
-	if (!any_pending_wakeup)
-		return;
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
-	{
-		for (int word = 0; word < WAIT_SLOTS / 64; word++)
-			for (int bit = 0; bit < 64 && pending_wakeups[word] != 0; bit++)
-				if (pending_wakeups[word] & (UINT64CONST(1) << bit))
-				{
-					int			slot = word * 64 + bit;
-					DlockWaitSlot *s = &wait_shared->slots[slot];
+	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
+	bool		abort = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
 
-					pg_atomic_write_u32(&s->released_hash, pending_hash[slot]);
-					pg_write_barrier();
-					pg_atomic_fetch_add_u32(&s->released_seq, 1);
-					if (pending_hash[slot] == 0)
-						ConditionVariableBroadcast(&s->cv);
-					else
-						ConditionVariableSignal(&s->cv);
-					pending_wakeups[word] &= ~(UINT64CONST(1) << bit);
-				}
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
+	if (npending == 0)
+		return;
+	if (commit || abort)
+		for (int i = 0; i < npending; i++)
+			if (commit ? pending[i].at_commit : pending[i].at_abort)
+				wake_heads(pending[i].hash);
+
+	/*
+	 * A prepared transaction's releases wake nobody: the waiters find out on
+	 * their timer.
+	 */
+	if (commit || abort || event == XACT_EVENT_PREPARE)
+		npending = 0;
+}
+
+/*
+ * A subtransaction's wake-ups move to its parent when it commits; when it
+ * rolls back, its grants are undone, so the next waiters are woken now.
+ */
+static void
+wait_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			kept = 0;
+
+	if (npending == 0 ||
+		(event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB))
+		return;
+	for (int i = 0; i < npending; i++)
 	{
-		memset(pending_wakeups, 0, sizeof(pending_wakeups));
-		any_pending_wakeup = false;
+		PendingWakeup p = pending[i];
+
+		if (p.nest_level >= level)
+		{
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+			{
+				if (p.at_abort)
+					wake_heads(p.hash);
+				continue;
+			}
+			p.nest_level = level - 1;
+		}
+		pending[kept++] = p;
 	}
+	npending = kept;
+}
+
+/* Backends that can queue: the regular ones, whose pgprocno < MaxBackends */
+static int
+queue_entries(void)
+{
+#if PG_VERSION_NUM >= 150000
+	return MaxBackends;
+#else
+	/* MaxBackends is not known yet when the space is requested */
+	return MaxConnections + autovacuum_max_workers + 1 +
+		max_worker_processes + max_wal_senders;
+#endif
 }
 
 Size
 dlock_wait_shmem_size(void)
 {
-	return MAXALIGN(sizeof(DlockWaitShared));
+	return MAXALIGN(add_size(offsetof(DlockWaitShared, waiters),
+							 mul_size(queue_entries(), sizeof(Waiter))));
 }
 
 /*
- * Create or attach to the condition variables; caller holds
- * AddinShmemInitLock.
+ * Create or attach to the queues; caller holds AddinShmemInitLock.
  */
 void
 dlock_wait_shmem_init(void)
 {
 	bool		found;
 
-	wait_shared = ShmemInitStruct("pg_dlock waiters", sizeof(DlockWaitShared), &found);
+	wait_shared = ShmemInitStruct("pg_dlock waiters", dlock_wait_shmem_size(), &found);
 	if (!found)
+	{
+		wait_shared->nwaiters = queue_entries();
 		for (int i = 0; i < WAIT_SLOTS; i++)
 		{
-			ConditionVariableInit(&wait_shared->slots[i].cv);
-			pg_atomic_init_u32(&wait_shared->slots[i].waiters, 0);
-			pg_atomic_init_u32(&wait_shared->slots[i].released_hash, 0);
-			pg_atomic_init_u32(&wait_shared->slots[i].released_seq, 0);
+			SpinLockInit(&wait_shared->queues[i].mutex);
+			wait_shared->queues[i].first = NO_WAITER;
+			wait_shared->queues[i].last = NO_WAITER;
 		}
+		for (int i = 0; i < wait_shared->nwaiters; i++)
+		{
+			wait_shared->waiters[i].queue = NO_WAITER;
+			wait_shared->waiters[i].head = false;
+			pg_atomic_init_u32(&wait_shared->waiters[i].wakeups, 0);
+		}
+	}
 }
 
 /*
@@ -394,4 +673,5 @@ void
 dlock_wait_init(void)
 {
 	RegisterXactCallback(wait_xact_callback, NULL);
+	RegisterSubXactCallback(wait_subxact_callback, NULL);
 }

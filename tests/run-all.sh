@@ -16,6 +16,10 @@ export DLOCK_ROOT=$root
 export DLOCK_SCRATCH=$(mktemp -d /tmp/pg_dlock-test.XXXXXX)
 chmod 755 "$DLOCK_SCRATCH"
 export DLOCK_CLUSTER_DIR=${DLOCK_CLUSTER_DIR:-$DLOCK_SCRATCH/cluster}
+# The server binaries of PG_CONFIG when given (as make does), else the newest installed.
+if [ -z "${PG_BINDIR:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PG_BINDIR=$("$PG_CONFIG" --bindir)
+fi
 export PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)}
 export PGHOST=127.0.0.1 PGPORT=${DLOCK_TEST_PORT:-$(free_ports)} PGUSER=postgres PGDATABASE=dlock_test
 export PGCONNECT_TIMEOUT=10

@@ -255,12 +255,80 @@ contended_outcome run_contended(std::vector<worker>& ws, const std::string& name
     return o;
 }
 
+// Whether a system's blocking acquire waits inside PostgreSQL, where a
+// waiter can be seen waiting (the others retry from the client).
+bool waits_in_server(const std::string& sys) {
+    return system_uses_pg_dlock(sys) || sys == "advisory" || sys == "advisory-xact";
+}
+
+// Grant order against arrival order. Worker 0 holds the lock; workers 1..n-1
+// ask for it one after another, each seen waiting in the server
+// (pg_stat_activity) before the next asks, so the arrival order is known.
+// Then worker 0 releases, and each waiter releases as soon as it is granted.
+// Returns the pairs of waiters granted against their arrival order.
+struct order_outcome {
+    long inversions = 0;
+    long pairs = 0;
+};
+
+order_outcome run_ordered(std::vector<worker>& ws, const std::string& name, const std::string& conninfo) {
+    pg_conn monitor(conninfo);
+    lease held = ws[0].session->acquire(name);
+    if (!held.held) throw std::runtime_error("the ordered run could not take \"" + name + "\" first");
+    std::atomic<int> grants{0};
+    std::vector<int> granted_as(ws.size(), -1);
+    std::vector<std::string> failures(ws.size());
+    std::vector<std::thread> threads;
+    std::string unseen;
+    for (std::size_t k = 1; k < ws.size(); ++k) {
+        std::string pid = std::to_string(ws[k].session->server_pid());
+        threads.emplace_back([&ws, &grants, &granted_as, &failures, &name, k] {
+            try {
+                lease l = ws[k].session->acquire(name);
+                if (!l.held) throw std::runtime_error("a queued waiter timed out");
+                granted_as[k] = grants.fetch_add(1);
+                ws[k].session->release(l);
+            } catch (const std::exception& e) {
+                failures[k] = e.what();
+            }
+        });
+        bool seen = false;
+        for (int i = 0; i < 5000 && !seen; ++i) {
+            seen = monitor
+                       .query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active'"
+                              " AND wait_event_type IN ('Extension', 'Lock')",
+                              {pid.c_str()})
+                       .int64(0, 0) == 1;
+            if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!seen) {
+            unseen = "waiter " + std::to_string(k) + " was never seen waiting in the server";
+            break;
+        }
+    }
+    ws[0].session->release(held);
+    for (auto& t : threads)
+        t.join();
+    if (!unseen.empty()) throw std::runtime_error(unseen);
+    for (const auto& f : failures)
+        if (!f.empty()) throw std::runtime_error(f);
+    order_outcome o;
+    for (std::size_t i = 1; i < ws.size(); ++i)
+        for (std::size_t j = i + 1; j < ws.size(); ++j) {
+            ++o.pairs;
+            if (granted_as[j] < granted_as[i]) ++o.inversions;
+        }
+    return o;
+}
+
 int case_contended(const bench_config& cfg, sink& out) {
     const std::string id = "2";
     auto systems =
         choose_systems(id, cfg, {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis"}, out);
-    auto clients = choose_clients(cfg, {8, 32});
+    // 50: the many-waiter handoff and order targets
+    auto clients = choose_clients(cfg, {8, 32, 50});
     std::map<std::pair<std::string, int>, aggregate> aggs;
+    std::map<std::pair<std::string, int>, order_outcome> orders;
     // A blocking acquire gives up after 5 s (counted as a timeout): ample for
     // a 100 us critical section even behind 31 other clients.
     system_options opts = cfg.base;
@@ -288,6 +356,13 @@ int case_contended(const bench_config& cfg, sink& out) {
                         ag.most = o.most;
                         ag.fewest = o.fewest;
                     }
+                    if (c >= 50 && waits_in_server(sys)) {
+                        auto ordered =
+                            run_ordered(ws, "order-" + sys + "-" + std::to_string(c) + "-" + std::to_string(round),
+                                        cfg.base.conninfo);
+                        orders[{sys, c}].inversions += ordered.inversions;
+                        orders[{sys, c}].pairs += ordered.pairs;
+                    }
                 } catch (const std::exception& e) {
                     ag.fail(e.what());
                 }
@@ -311,6 +386,10 @@ int case_contended(const bench_config& cfg, sink& out) {
             out.put(id, sys, c, "fewest", static_cast<double>(ag.fewest));
             out.put(id, sys, c, "fairness", ag.worst_fairness);
             out.put(id, sys, c, "overlaps", static_cast<double>(ag.overlaps));
+            if (orders.count({sys, c})) {
+                out.put(id, sys, c, "order_inversions", static_cast<double>(orders[{sys, c}].inversions));
+                out.put(id, sys, c, "order_pairs", static_cast<double>(orders[{sys, c}].pairs));
+            }
             out.put(id, sys, c, "timeouts", static_cast<double>(ag.busy));
             put_errors(out, id, sys, c, ag);
             failed += ag.errors > 0 || ag.overlaps > 0;
