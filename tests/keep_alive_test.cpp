@@ -132,8 +132,7 @@ TEST_F(keep_alive_test, loss_is_reported_at_the_deadline_while_a_renewal_hangs) 
     pqxx::connection blocker_conn;
     pqxx::work blocker{blocker_conn};
     blocker.exec_params("SELECT 1 FROM dlock.distributed_lock WHERE lock_name = $1 FOR UPDATE", name);
-    const int renewer = c.keep_alive_backend_pid();
-    ASSERT_TRUE(wait_until_waiting(renewer, "", 3s)) << "the renewal did not block";
+    ASSERT_TRUE(wait_until_blocked("dlock.renew", 3s)) << "the renewal did not block";
     auto fut = reported.get_future();
     ASSERT_EQ(fut.wait_for(3s), std::future_status::ready) << "no loss report while the renewal hangs";
     EXPECT_EQ(fut.get().reason, dlock::loss_reason::expired);
@@ -227,7 +226,7 @@ TEST_F(keep_alive_test, destroying_a_lease_while_its_renewal_hangs_is_bounded) {
     pqxx::connection blocker_conn;
     pqxx::work blocker{blocker_conn};
     blocker.exec_params("SELECT 1 FROM dlock.distributed_lock WHERE lock_name = $1 FOR UPDATE", name);
-    ASSERT_TRUE(wait_until_waiting(c->keep_alive_backend_pid(), "", 3s)) << "the renewal did not block";
+    ASSERT_TRUE(wait_until_blocked("dlock.renew", 3s)) << "the renewal did not block";
     const auto started = std::chrono::steady_clock::now();
     auto destroyed = std::async(std::launch::async, [&] {
         l.reset();
@@ -286,7 +285,7 @@ TEST_F(keep_alive_test, one_hung_renewal_does_not_stop_the_other_leases) {
     fast.renew_every = 300ms;
     auto other = c.try_acquire(other_name, fast);
     ASSERT_TRUE(other.has_value());
-    ASSERT_TRUE(wait_until_waiting(c.keep_alive_backend_pid(), "", 3s)) << "the renewal did not block";
+    ASSERT_TRUE(wait_until_blocked("dlock.renew", 3s)) << "the renewal did not block";
     EXPECT_FALSE(other->wait_lost(4s)) << "the other lease was lost while one renewal hung";
     EXPECT_TRUE(other->valid());
     EXPECT_TRUE(stuck->valid()); // its own deadline is far away: retried, not lost

@@ -9,7 +9,8 @@ bin=${DLOCK_CLIENT_BUILD:-$root/build/client}/tests
 passed=0
 failed=0
 
-for suite in client transaction keep_alive outcome; do
+# DLOCK_CLIENT_SUITES: which ones (45-pgbouncer.sh runs another set).
+for suite in ${DLOCK_CLIENT_SUITES:-client transaction keep_alive outcome}; do
 	exe=$bin/${suite}_test
 	if [ ! -x "$exe" ]; then
 		echo "missing $exe (run make client)"
