@@ -42,9 +42,13 @@ client:
 	cmake -S client -B $(BUILD_DIR)/client -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/client -j2
 
-# Headers, libdlock, the CMake package, dlock.pc and the dlock command line.
+# Headers, libdlock, the CMake package, dlock.pc and the dlock command line,
+# under CMake's prefix (/usr/local) or CLIENT_PREFIX. The installed dlock finds
+# libdlock by its run path; ldconfig makes the new library known to other
+# programs when installing into the system as root.
 install-client: client
-	cmake --install $(BUILD_DIR)/client
+	cmake --install $(BUILD_DIR)/client $(if $(CLIENT_PREFIX),--prefix $(CLIENT_PREFIX))
+	if [ -z "$(CLIENT_PREFIX)$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
 
 test: deps
 	$(MAKE) all

@@ -50,7 +50,17 @@ check_install() { # NAME COMMAND...
 		failed=$((failed + 1))
 	fi
 }
-check_install "install: cmake --install" cmake --install "$build" --prefix "$prefix/usr"
+if [ "$build" = "$root/build/client" ]; then
+	check_install "install: make install-client CLIENT_PREFIX=..." \
+		make -C "$root" --no-print-directory install-client CLIENT_PREFIX="$prefix/usr"
+else
+	check_install "install: cmake --install" cmake --install "$build" --prefix "$prefix/usr"
+fi
+# Issue 12.8: the installed dlock starts without LD_LIBRARY_PATH or ldconfig,
+# and uses the libdlock installed with it.
+check_install "install: the installed dlock starts" env -u LD_LIBRARY_PATH "$prefix/usr/bin/dlock" --version
+check_install "install: ... with the libdlock installed beside it" \
+	sh -c "env -u LD_LIBRARY_PATH ldd '$prefix/usr/bin/dlock' | grep -q 'libdlock.so.1 => $prefix/usr/'"
 check_install "install: find_package(dlock) builds the quickstart" \
 	sh -c "cmake -S '$root/client/cmake/consumer' -B '$prefix/consumer' -DCMAKE_PREFIX_PATH='$prefix/usr' \
 		-DQUICKSTART_SOURCE='$root/examples/quickstart.cpp' && cmake --build '$prefix/consumer'"
