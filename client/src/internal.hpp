@@ -76,6 +76,9 @@ public:
 
     [[nodiscard]] pqxx::connection& conn() noexcept { return *m_conn; }
     [[nodiscard]] notice_watch& notices() noexcept { return *m_watch; }
+    /// Ends a transaction a failed call() left open, so the session can be
+    /// used again; closes the connection when even that fails.
+    void roll_back() noexcept;
 
 private:
     std::unique_ptr<pqxx::connection> m_conn;
@@ -84,20 +87,26 @@ private:
 
 /// Runs one statement of the library as a transaction of its own on s, with
 /// every setting local to that transaction (a pooler may give the next
-/// transaction another server connection): BEGIN; SET LOCAL statement_timeout
-/// and client_connection_check_interval; the statement; COMMIT. Throws what
-/// libpqxx throws; the caller maps it.
+/// transaction another server connection): BEGIN and SET LOCAL
+/// statement_timeout and client_connection_check_interval in one round trip,
+/// the statement (unnamed, with parameters), COMMIT. Throws what libpqxx
+/// throws (the caller maps it), after rolling back what it began.
 template <typename... Args>
 pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
     s.notices().reset();
-    pqxx::work tx{s.conn()};
-    // A server-side wait ends soon after the client went away, instead of
-    // taking the lock for nobody (client_connection_check_interval).
-    tx.exec("SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
-            "; SET LOCAL client_connection_check_interval = 1000");
-    pqxx::result r = tx.exec_params(statement, std::forward<Args>(args)...);
-    tx.commit();
-    return r;
+    pqxx::nontransaction tx{s.conn()};
+    try {
+        // A server-side wait ends soon after the client went away, instead of
+        // taking the lock for nobody (client_connection_check_interval).
+        tx.exec("BEGIN; SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+                "; SET LOCAL client_connection_check_interval = 1000");
+        pqxx::result r = tx.exec_params(statement, std::forward<Args>(args)...);
+        tx.exec("COMMIT");
+        return r;
+    } catch (...) {
+        s.roll_back();
+        throw;
+    }
 }
 
 /// How a failed call ended: the outcome is unknown, or the server refused it.

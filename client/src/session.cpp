@@ -76,6 +76,19 @@ session::session(const std::string& connection_string, std::chrono::milliseconds
     m_watch = std::make_unique<notice_watch>(*m_conn, true);
 }
 
+void session::roll_back() noexcept {
+    try {
+        if (!m_conn->is_open()) return;
+        pqxx::nontransaction tx{*m_conn};
+        tx.exec("ROLLBACK");
+    } catch (...) {
+        try {
+            m_conn->disconnect(); // the next use fails as "broken", and the pool drops it
+        } catch (...) { // NOLINT(bugprone-empty-catch)
+        }
+    }
+}
+
 session::~session() noexcept {
     try {
         m_watch.reset();

@@ -30,6 +30,7 @@ export DLOCK_POOL2_DSN="host=$PGHOST port=$port dbname=${PGDATABASE}_pool2 user=
 export PGPORT=$port
 export DLOCK_CLIENT_SUITES="client transaction keep_alive pooled"
 export GTEST_FILTER='-outcome_test.*:sync_rep_test.*'
+export DLOCK_SKIP_INSTALL=1
 
 passed=0
 failed=0
