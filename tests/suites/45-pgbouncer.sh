@@ -32,22 +32,9 @@ export DLOCK_CLIENT_SUITES="client transaction keep_alive pooled"
 export GTEST_FILTER='-outcome_test.*:sync_rep_test.*'
 export DLOCK_SKIP_INSTALL=1
 
-passed=0
-failed=0
+. "$root/tests/lib/subsuite.sh"
 for suite in 30-client 35-examples 40-cli; do
-	echo "=== $suite through pgbouncer"
-	log=$(mktemp)
-	"$root/tests/suites/$suite.sh" 2>&1 | tee "$log"
-	status=${PIPESTATUS[0]}
-	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	rm -f "$log"
-	p=${summary%% passed*}
-	f=${summary#*, }
-	f=${f%% failed*}
-	[ -n "$summary" ] || { p=0; f=1; }
-	[ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	passed=$((passed + p))
-	failed=$((failed + f))
+	run_subsuite "$suite through pgbouncer" "$root/tests/suites/$suite.sh"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
