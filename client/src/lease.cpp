@@ -136,9 +136,14 @@ outcome lease::renew() {
         std::lock_guard<std::mutex> guard{s.mutex};
         if (s.released || s.loss) return outcome::refused;
     }
-    internal::checked_out held{core};
+    std::optional<internal::checked_out> held;
+    try {
+        held.emplace(core);
+    } catch (const connection_error&) {
+        return outcome::unknown; // nothing was sent: the lease is as valid as it was
+    }
     const internal::renewal r =
-        internal::renew_lease(core, held.slot(), s.name, s.owner_token, s.ttl, core.options.call_timeout);
+        internal::renew_lease(core, held->slot(), s.name, s.owner_token, s.ttl, core.options.call_timeout);
     if (r.result == outcome::done) s.renewed(r);
     if (r.result == outcome::refused) s.mark_lost(loss_reason::refused, true);
     return r.result;
