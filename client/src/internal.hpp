@@ -1,11 +1,13 @@
 // internal.hpp -- shared state of clients, leases and the keep-alive thread.
 //
 // Ownership: a client object and every lease it granted hold a shared_ptr to
-// one client_core. The core owns the caller connection (guarded by its mutex)
-// and the keep_alive, which owns its own connection and thread. The keep-alive
-// holds the lease_states registered with it; a lease object removes its state
-// (waiting for a renewal in flight) before it releases, so no renewal is ever
-// sent after a release.
+// one client_core. The core owns the pool of caller connections (guarded by
+// its mutex) and the keep_alive, whose two threads share its state (and the
+// renewer's own connection) with it, so either may outlive the core. The
+// keep-alive holds the lease_states registered with it; a lease object marks
+// itself released and removes its state (waiting, bounded, for a renewal in
+// flight) before it releases, so no renewal is sent after a release, and one
+// still in flight is refused by the server.
 #pragma once
 
 #include <atomic>
