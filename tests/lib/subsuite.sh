@@ -1,7 +1,8 @@
 # Shared by suites that run other suites (31-client-sanitizers, 45-pgbouncer):
 # run_subsuite LABEL COMMAND... runs COMMAND, shows its output, and adds the
 # counts of its last "N passed, N failed" line to $passed and $failed. A
-# command that exits non-zero without reporting a failure counts as one.
+# command that exits non-zero without reporting a failure counts as one, and a
+# sanitizer report in its output as one more.
 passed=${passed:-0}
 failed=${failed:-0}
 
@@ -13,8 +14,9 @@ run_subsuite() {
 	"$@" 2>&1 | tee "$log"
 	status=${PIPESTATUS[0]}
 	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer" "$log" &&
-		echo "(a sanitizer reported an error above)"
+	# A report from a detached thread may not end the process: count it anyway.
+	local reported=0
+	grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer" "$log" && reported=1
 	rm -f "$log"
 	if [ -n "$summary" ]; then
 		p=${summary%% passed*}
@@ -25,6 +27,10 @@ run_subsuite() {
 		f=1
 	fi
 	[ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	if [ "$reported" -eq 1 ]; then
+		echo "FAIL a sanitizer reported an error above ($label)"
+		f=$((f + 1))
+	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
 }
