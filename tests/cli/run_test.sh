@@ -49,7 +49,8 @@ check "run --wait x2: the second got a higher fencing token ($t1 < $t2)" $([ "${
 # ttl 3s -> renewal every 1s; --kill-after 1s. COMMAND ignores SIGTERM, so it
 # takes the SIGKILL.
 name=$(unique lost)
-"$DLOCK" run --ttl 3s --kill-after 1s "$name" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
+# (The lock name in COMMAND's text tells this run's process from another run's.)
+"$DLOCK" run --ttl 3s --kill-after 1s "$name" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done # '"$name" \
 	2>"$work/lost.err" &
 runner=$!
 wait_for is_held "$name"
@@ -65,7 +66,7 @@ check "run: COMMAND was killed within renewal + grace (${elapsed} ms <= 3500 ms)
 grep -q "lost" "$work/lost.err"
 check "run: says the lease was lost" $?
 check "run: the killed command left nothing behind" \
-	$(pgrep -f 'trap "" TERM; while' >/dev/null && echo 1 || echo 0)
+	$(pgrep -f "done # $name" >/dev/null && echo 1 || echo 0)
 
 # A command that exits on SIGTERM goes at once.
 name=$(unique lost-term)
