@@ -4,6 +4,7 @@
 // destructors with a dead connection do not throw.
 #include <dlock/dlock.hpp>
 
+#include <cstdlib>
 #include <future>
 
 #include "dlock_testing.hpp"
@@ -197,6 +198,37 @@ TEST_F(outcome_test, keep_alive_reports_a_lease_that_did_not_survive_the_reconne
     terminate_backend(c.keep_alive_backend_pid());
     ASSERT_TRUE(l->wait_lost(3s));
     EXPECT_EQ(l->loss(), dlock::loss_reason::refused);
+}
+
+// Issue 17.4: the server goes away and comes back (a restart here; a failover
+// to a standby looks the same to the client): the keep-alive's renewals fail
+// while it is down and are retried on a new connection, and the lease, which
+// the server kept, lives on.
+TEST_F(outcome_test, keep_alive_renews_on_a_new_connection_after_a_server_restart) {
+    const char* root = std::getenv("DLOCK_ROOT");
+    const char* cluster = std::getenv("DLOCK_CLUSTER_DIR");
+    ASSERT_TRUE(root != nullptr && cluster != nullptr)
+        << "DLOCK_ROOT and DLOCK_CLUSTER_DIR are not set: run through tests/run-all.sh";
+    const auto name = unique_name("restart");
+    dlock::client c;
+    dlock::lease_options o = ttl(10s);
+    o.renew_every = 300ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.metrics().renewals >= 1; }, 3s));
+    const std::string script = std::string{root} + "/scripts/pg-cluster.sh";
+    ASSERT_EQ(std::system((script + " stop '" + cluster + "' >/dev/null").c_str()), 0);
+    std::this_thread::sleep_for(1s); // renewals fail meanwhile
+    ASSERT_EQ(std::system((script + " restart '" + cluster + "' >/dev/null").c_str()), 0);
+    const auto renewals = c.metrics().renewals;
+    EXPECT_TRUE(eventually([&] { return c.metrics().renewals > renewals; }, 5s)) << "no renewal after the restart";
+    EXPECT_TRUE(l->valid());
+    EXPECT_FALSE(l->lost());
+    pqxx::connection fresh; // the fixture's admin connection died with the server
+    pqxx::nontransaction tx{fresh};
+    EXPECT_EQ(tx.exec_params("SELECT state FROM dlock.locks WHERE lock_name = $1", name)[0][0].as<std::string>(),
+              "held");
+    EXPECT_EQ(l->release(), dlock::outcome::done);
 }
 
 // The connections die and cannot come back (the role may no longer log in):
