@@ -37,7 +37,7 @@ $(OBJS): $(DLOCK_HEADERS)
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------
-.PHONY: deps client install-client test demo bench faults soak
+.PHONY: deps client client-sanitize install-client test demo bench faults soak
 
 BUILD_DIR ?= build
 
@@ -48,14 +48,29 @@ client:
 	cmake -S client -B $(BUILD_DIR)/client -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/client -j2
 
-# Headers, libdlock, the CMake package, dlock.pc and the dlock command line.
+# The library, its tests and dlock under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and the keep-alive tests under ThreadSanitizer (tests/suites/31-client-sanitizers.sh).
+client-sanitize:
+	cmake -S client -B $(BUILD_DIR)/client-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build $(BUILD_DIR)/client-asan -j2
+	cmake -S client -B $(BUILD_DIR)/client-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDLOCK_SANITIZE=thread -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_CLI=OFF >/dev/null
+	cmake --build $(BUILD_DIR)/client-tsan -j2 --target keep_alive_test
+
+# Headers, libdlock, the CMake package, dlock.pc and the dlock command line,
+# under CMake's prefix (/usr/local) or CLIENT_PREFIX. The installed dlock finds
+# libdlock by its run path; ldconfig makes the new library known to other
+# programs when installing into the system as root.
 install-client: client
-	cmake --install $(BUILD_DIR)/client
+	cmake --install $(BUILD_DIR)/client $(if $(CLIENT_PREFIX),--prefix $(CLIENT_PREFIX))
+	if [ -z "$(CLIENT_PREFIX)$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
 
 test: deps
 	$(MAKE) all DLOCK_WERROR=1
 	$(MAKE) install
 	$(MAKE) client
+	$(MAKE) client-sanitize
 	tests/run-all.sh
 
 demo:

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
-client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev)
+client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)
 faults=(libfaketime pgbouncer iproute2)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
 

@@ -2,6 +2,9 @@
 // deadlines, typed errors and metrics, against a real pg_dlock server.
 #include <dlock/dlock.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <future>
 
 #include "dlock_testing.hpp"
@@ -219,6 +222,122 @@ TEST_F(client_test, moved_lease_is_released_once_by_its_new_owner) {
     outer.reset();
     EXPECT_EQ(state_of(name), "free");
     EXPECT_EQ(c.metrics().releases, 1u);
+}
+
+// Issue 12.6: the getters of a moved-from lease read nothing through a null state.
+TEST_F(client_test, moved_from_lease_is_empty_and_its_getters_are_safe) {
+    const auto name = unique_name("moved-from");
+    dlock::client c;
+    auto l = c.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(l.has_value());
+    dlock::lease kept{std::move(*l)};
+    const dlock::lease& gone = *l;
+    EXPECT_EQ(gone.name(), "");
+    EXPECT_EQ(gone.owner_token(), "");
+    EXPECT_EQ(gone.fencing_token(), 0);
+    EXPECT_EQ(gone.ttl(), 0ms);
+    EXPECT_EQ(gone.time_left(), 0ms);
+    EXPECT_FALSE(gone.valid());
+    EXPECT_FALSE(gone.lost());
+    EXPECT_FALSE(gone.loss().has_value());
+    EXPECT_FALSE(gone.wait_lost(10ms));
+    EXPECT_EQ(l->release(), dlock::outcome::refused);
+    EXPECT_EQ(kept.name(), name);
+    EXPECT_TRUE(kept.valid());
+}
+
+// Issue 12.1: a lease granted after a server-side wait longer than its ttl is
+// alive when acquire returns; its deadline counts from the grant (the server
+// reports how long it waited) and is still not later than lease_until.
+TEST_F(client_test, lease_granted_after_a_wait_longer_than_its_ttl_is_not_born_lost) {
+    const auto name = unique_name("born-lost");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    auto releaser = std::async(std::launch::async, [&] {
+        std::this_thread::sleep_for(2500ms);
+        return held->release();
+    });
+    dlock::client c;
+    dlock::lease_options o = ttl(2s);
+    o.keep_alive = false; // the deadline as granted, without renewals
+    auto l = c.acquire(name, 20s, o);
+    EXPECT_EQ(releaser.get(), dlock::outcome::done);
+    EXPECT_TRUE(l.valid()) << "born lost after waiting 2.5 s for a 2 s lease";
+    EXPECT_GT(l.time_left(), 1500ms);
+    EXPECT_LE(l.time_left(), 2s);
+    pqxx::nontransaction tx{admin()};
+    const auto sent = std::chrono::steady_clock::now();
+    const auto r = tx.exec_params(
+        "SELECT extract(epoch FROM lease_until - clock_timestamp())::float8 FROM dlock.locks WHERE lock_name = $1",
+        name);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_LE(l.deadline(), sent + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>{r[0][0].as<double>()}));
+}
+
+// The same through the client-side wait (wait_mode::poll).
+TEST_F(client_test, poll_wait_gets_the_lock_when_it_is_released_and_runs_out_as_busy) {
+    const auto name = unique_name("poll");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    dlock::client_options po;
+    po.wait_mode = dlock::wait_mode::poll;
+    po.poll_interval = 200ms;
+    dlock::client c{po};
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_THROW((void)c.acquire(name, 700ms, ttl(5s)), dlock::busy_error);
+    const auto waited = std::chrono::steady_clock::now() - started;
+    EXPECT_GE(waited, 700ms);
+    EXPECT_LT(waited, 1500ms);
+    EXPECT_EQ(c.metrics().busy, 1u);
+    EXPECT_EQ(c.metrics().wait_timeouts, 1u);
+    auto releaser = std::async(std::launch::async, [&] {
+        std::this_thread::sleep_for(500ms);
+        return held->release();
+    });
+    auto l = c.acquire(name, 10s, ttl(5s));
+    EXPECT_EQ(releaser.get(), dlock::outcome::done);
+    EXPECT_TRUE(l.valid());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 700ms + 500ms + 1s);
+}
+
+// Issue 12.4 / 17.4: the library's connections ask the kernel for TCP
+// keepalives (a dead primary is noticed on an idle connection), as `ss` shows.
+TEST_F(client_test, library_connections_use_tcp_keepalives) {
+    const auto name = unique_name("keepalive");
+    dlock::client c;
+    dlock::lease_options o = ttl(30s);
+    o.renew_every = 100ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s));
+    const std::string port = std::getenv("PGPORT") != nullptr ? std::getenv("PGPORT") : "5432";
+    // Our own process's sockets to the server port.
+    const std::string cmd = "ss -tnpoH state established '( dport = :" + port + " )' 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+        char buf[512];
+        while (fgets(buf, sizeof buf, p) != nullptr) {
+            const std::string line{buf};
+            if (line.find("pid=" + std::to_string(getpid()) + ",") != std::string::npos) out += line;
+        }
+        pclose(p);
+    }
+    // libpq turns keepalives on by default with the kernel's idle time (two
+    // hours); the fixture's admin connection has that. The client's two
+    // (caller, keep-alive) must probe within seconds: network_timeout 10 s
+    // gives an idle time of 3 s.
+    std::size_t short_timers = 0;
+    const std::string mark = "timer:(keepalive,";
+    for (std::size_t at = out.find(mark); at != std::string::npos; at = out.find(mark, at + 1)) {
+        const std::string timer = out.substr(at + mark.size(), out.find(',', at + mark.size()) - at - mark.size());
+        if (timer.find("ms") != std::string::npos ||
+            (timer.find("sec") != std::string::npos && std::stod(timer) <= 3.0))
+            ++short_timers;
+    }
+    EXPECT_GE(short_timers, 2u) << out;
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // destructors with a dead connection do not throw.
 #include <dlock/dlock.hpp>
 
+#include <cstdlib>
 #include <future>
 
 #include "dlock_testing.hpp"
@@ -145,7 +146,9 @@ TEST_F(sync_rep_test, commit_in_callers_transaction_reports_canceled_sync_rep_wa
     EXPECT_EQ(committed.get(), dlock::outcome::unknown);
 }
 
-TEST_F(outcome_test, renew_on_a_terminated_connection_is_unknown_and_marks_the_lease_lost) {
+// An unknown renewal proves nothing either way: the lease stays as valid as it
+// was (until its deadline), and the next renewal on a fresh connection settles it.
+TEST_F(outcome_test, renew_on_a_terminated_connection_is_unknown_and_keeps_the_lease) {
     const auto name = unique_name("renew-terminated");
     dlock::client c;
     dlock::lease_options o = ttl(30s);
@@ -154,21 +157,78 @@ TEST_F(outcome_test, renew_on_a_terminated_connection_is_unknown_and_marks_the_l
     ASSERT_TRUE(l.has_value());
     terminate_backend(c.backend_pid());
     EXPECT_EQ(l->renew(), dlock::outcome::unknown);
-    EXPECT_TRUE(l->lost());
-    EXPECT_EQ(l->loss(), dlock::loss_reason::uncertain);
+    EXPECT_FALSE(l->lost());
+    EXPECT_TRUE(l->valid());
+    EXPECT_EQ(l->renew(), dlock::outcome::done);
+    EXPECT_EQ(l->release(), dlock::outcome::done);
 }
 
-TEST_F(outcome_test, terminated_keep_alive_connection_marks_the_lease_lost) {
+// The keep-alive's connection dies (as at a failover): it reconnects (a
+// multi-host string would find the new primary) and the lease lives on.
+TEST_F(outcome_test, keep_alive_reconnects_after_its_connection_died_and_the_lease_survives) {
     const auto name = unique_name("ka-terminated");
     dlock::client c;
-    dlock::lease_options o = ttl(30s);
+    dlock::lease_options o = ttl(3s);
     o.renew_every = 100ms;
     auto l = c.try_acquire(name, o);
     ASSERT_TRUE(l.has_value());
     ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s));
+    const int first = c.keep_alive_backend_pid();
+    terminate_backend(first);
+    EXPECT_FALSE(l->wait_lost(4s)) << "lost although the lease survived on the server";
+    EXPECT_TRUE(l->valid());
+    EXPECT_NE(c.keep_alive_backend_pid(), first);
+    EXPECT_NE(c.keep_alive_backend_pid(), 0);
+    EXPECT_EQ(state_of(name), "held");
+    EXPECT_EQ(l->release(), dlock::outcome::done);
+}
+
+// The lease did not survive while the keep-alive was cut off: the renewal on
+// the new connection is refused and the lease is reported lost at once.
+TEST_F(outcome_test, keep_alive_reports_a_lease_that_did_not_survive_the_reconnect_as_lost) {
+    const auto name = unique_name("ka-gone");
+    dlock::client c;
+    dlock::lease_options o = ttl(30s);
+    o.renew_every = 200ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.keep_alive_backend_pid() != 0; }, 2s));
+    dlock::client admin_client;
+    ASSERT_TRUE(admin_client.force_release(name, "outcome_test"));
     terminate_backend(c.keep_alive_backend_pid());
     ASSERT_TRUE(l->wait_lost(3s));
-    EXPECT_EQ(l->loss(), dlock::loss_reason::uncertain);
+    EXPECT_EQ(l->loss(), dlock::loss_reason::refused);
+}
+
+// Issue 17.4: the server goes away and comes back (a restart here; a failover
+// to a standby looks the same to the client): the keep-alive's renewals fail
+// while it is down and are retried on a new connection, and the lease, which
+// the server kept, lives on.
+TEST_F(outcome_test, keep_alive_renews_on_a_new_connection_after_a_server_restart) {
+    const char* root = std::getenv("DLOCK_ROOT");
+    const char* cluster = std::getenv("DLOCK_CLUSTER_DIR");
+    ASSERT_TRUE(root != nullptr && cluster != nullptr)
+        << "DLOCK_ROOT and DLOCK_CLUSTER_DIR are not set: run through tests/run-all.sh";
+    const auto name = unique_name("restart");
+    dlock::client c;
+    dlock::lease_options o = ttl(10s);
+    o.renew_every = 300ms;
+    auto l = c.try_acquire(name, o);
+    ASSERT_TRUE(l.has_value());
+    ASSERT_TRUE(eventually([&] { return c.metrics().renewals >= 1; }, 3s));
+    const std::string script = std::string{root} + "/scripts/pg-cluster.sh";
+    ASSERT_EQ(std::system((script + " stop '" + cluster + "' >/dev/null").c_str()), 0);
+    std::this_thread::sleep_for(1s); // renewals fail meanwhile
+    ASSERT_EQ(std::system((script + " restart '" + cluster + "' >/dev/null").c_str()), 0);
+    const auto renewals = c.metrics().renewals;
+    EXPECT_TRUE(eventually([&] { return c.metrics().renewals > renewals; }, 5s)) << "no renewal after the restart";
+    EXPECT_TRUE(l->valid());
+    EXPECT_FALSE(l->lost());
+    pqxx::connection fresh; // the fixture's admin connection died with the server
+    pqxx::nontransaction tx{fresh};
+    EXPECT_EQ(tx.exec_params("SELECT state FROM dlock.locks WHERE lock_name = $1", name)[0][0].as<std::string>(),
+              "held");
+    EXPECT_EQ(l->release(), dlock::outcome::done);
 }
 
 // The connections die and cannot come back (the role may no longer log in):
@@ -190,11 +250,17 @@ TEST_F(outcome_test, destructors_with_a_dead_connection_do_not_throw) {
         sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'regress_dlock_app'");
         ASSERT_TRUE(eventually(
             [&] { return sql("SELECT 1 FROM pg_stat_activity WHERE usename = 'regress_dlock_app'").empty(); }, 5s));
+        // The keep-alive cannot reconnect: the lease is reported lost at its
+        // deadline, not before (the server cannot be asked).
+        EXPECT_FALSE(l->wait_lost(2s));
+        EXPECT_TRUE(l->wait_lost(5s));
+        EXPECT_EQ(l->loss(), dlock::loss_reason::expired);
+        EXPECT_LE(l->deadline(), std::chrono::steady_clock::now());
         // l and c are destroyed here, in that order, with no way to reach the server.
     });
     sql("ALTER ROLE regress_dlock_app LOGIN");
-    // Nobody released it: it is still held until its ttl runs out.
-    EXPECT_EQ(state_of(name), "held");
+    // Nobody released it: it runs out at its ttl (held or already expired, never free).
+    EXPECT_NE(state_of(name), "free");
 }
 
 } // namespace

@@ -88,7 +88,7 @@ TEST_F(transaction_test, stale_fencing_token_raises_stale_token_error) {
         dlock::fence(w, resource, 99);
         FAIL() << "a lower token was accepted";
     } catch (const dlock::stale_token_error& e) {
-        EXPECT_EQ(e.sqlstate(), "DL001");
+        EXPECT_EQ(e.sqlstate(), "PD001");
         EXPECT_EQ(e.subject(), resource);
     }
 }
@@ -103,7 +103,7 @@ TEST_F(transaction_test, assert_holds_with_a_wrong_token_raises_not_held_error) 
         dlock::assert_holds(w, name, l->fencing_token() - 1);
         FAIL() << "assert_holds accepted a wrong token";
     } catch (const dlock::not_held_error& e) {
-        EXPECT_EQ(e.sqlstate(), "DL002");
+        EXPECT_EQ(e.sqlstate(), "PD002");
         EXPECT_EQ(e.subject(), name);
     }
 }

@@ -19,7 +19,7 @@ inline constexpr int usage = 64;       ///< EX_USAGE, as flock(1)
 inline constexpr int unavailable = 69; ///< EX_UNAVAILABLE: cannot connect
 inline constexpr int busy = 75;        ///< EX_TEMPFAIL: busy / wait ran out (run -E changes it, as flock -E)
 inline constexpr int lost = 124;       ///< lease lost, COMMAND terminated (as timeout(1) on timeout)
-inline constexpr int failed = 125;     ///< dlock itself failed: server error, unknown outcome (as timeout(1))
+inline constexpr int failed = 125;     ///< dlock itself failed: server error, unknown outcome, release not confirmed (as timeout(1))
 inline constexpr int cannot_run = 126; ///< COMMAND found but could not be run
 inline constexpr int not_found = 127;  ///< COMMAND not found
 } // namespace exit_code
@@ -44,6 +44,8 @@ public:
 void check_lock_name(const std::string& name, const std::string& what = "NAME");
 /// Checks an owner token looks like a UUID; throws usage_error.
 void check_owner_token(const std::string& token);
+/// Parses --wait-mode: "server" or "poll"; throws usage_error.
+[[nodiscard]] dlock::wait_mode parse_wait_mode(const std::string& text);
 
 struct run_args {
     std::string name;

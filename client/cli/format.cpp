@@ -93,4 +93,10 @@ void check_owner_token(const std::string& token) {
     if (!std::regex_match(token, uuid)) throw usage_error{"--owner-token: not a UUID: \"" + token + "\""};
 }
 
+dlock::wait_mode parse_wait_mode(const std::string& text) {
+    if (text == "server") return dlock::wait_mode::server;
+    if (text == "poll") return dlock::wait_mode::poll;
+    throw usage_error{"--wait-mode: invalid value \"" + text + "\" (use server or poll)"};
+}
+
 } // namespace dlock_cli

@@ -23,7 +23,8 @@ constexpr const char* exit_status_help = R"TXT(Exit status:
   69     cannot connect to the server (EX_UNAVAILABLE)
   75     busy: the lock is held by another owner, or --wait ran out (EX_TEMPFAIL; run -E N changes it, as flock -E)
   124    run: the lease was lost and COMMAND was terminated (as timeout(1) when time runs out)
-  125    dlock itself failed: server error, or the outcome of a call is unknown (as timeout(1))
+  125    dlock itself failed: server error, or the outcome of a call is unknown (as timeout(1));
+         run: also when COMMAND succeeded but the release of the lease was not confirmed
   126    run: COMMAND cannot be executed
   127    run: COMMAND not found)TXT";
 
@@ -118,9 +119,17 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
     return exit_code::ok;
 }
 
-dlock::client make_client(const std::string& dsn) {
+struct connection_args {
+    std::string dsn;
+    std::string timeout = "5s";
+    std::string wait_mode = "server";
+};
+
+dlock::client make_client(const connection_args& c) {
     dlock::client_options o;
-    o.connection_string = dsn;
+    o.connection_string = c.dsn;
+    o.call_timeout = parse_duration(c.timeout, "--timeout");
+    o.wait_mode = parse_wait_mode(c.wait_mode);
     return dlock::client{o};
 }
 
@@ -144,14 +153,23 @@ int main(int argc, char** argv) {
     CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
     app.set_version_flag("--version", std::string{"dlock 1.0.0 (pg_dlock client, libpqxx "} + PQXX_VERSION + ")");
     app.require_subcommand(1);
+    app.fallthrough(); // --dsn, --timeout, --wait-mode also after the subcommand
     app.footer(std::string{"Examples:\n"
                            "  dlock run nightly-report -- /usr/local/bin/report --all\n"
                            "  dlock status --prefix settlement:\n"
                            "  dlock force-release nightly-report --reason \"host-3 hung\"\n\n"
                            "Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...).\n\n"} +
                exit_status_help);
-    std::string dsn;
+    connection_args conn;
+    std::string& dsn = conn.dsn;
     app.add_option("--dsn", dsn, "libpq connection string or URI (default: PG* environment)");
+    app.add_option("--timeout", conn.timeout,
+                   "bound of each call to the server (statement timeout; a --wait adds to it)")
+        ->capture_default_str();
+    app.add_option("--wait-mode", conn.wait_mode,
+                   "how --wait waits: server (in the server, first come first served) or poll (retry from the "
+                   "client with jittered backoff; use it behind PgBouncer in transaction pooling)")
+        ->capture_default_str();
 
     // run
     run_args ra;
@@ -180,6 +198,7 @@ and SIGUSR2 sent to dlock are forwarded to COMMAND.
 Examples:
   dlock run nightly-report -- /usr/local/bin/report --all
   dlock run --wait 5m --ttl 1m db-migrate -- ./migrate.sh
+  dlock --wait-mode poll run --wait 5m jobs -- ./job.sh   (behind PgBouncer)
   */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
 
     // status
@@ -255,7 +274,7 @@ Examples:
 
     try {
         if (run->parsed()) {
-            auto client = make_client(dsn);
+            auto client = make_client(conn);
             return run_under_lease(client, ra);
         }
         if (status->parsed()) return show_status(dsn, status_name, status_prefix, status_all, status_json);
@@ -265,7 +284,7 @@ Examples:
             o.ttl = parse_duration(acq_ttl, "--ttl");
             o.holder = acq_holder;
             o.keep_alive = false;
-            auto client = make_client(dsn);
+            auto client = make_client(conn);
             std::optional<dlock::lease> l;
             try {
                 if (!acq_wait.empty())
@@ -288,7 +307,7 @@ Examples:
             if (owner.empty() && std::getenv("DLOCK_OWNER_TOKEN") != nullptr) owner = std::getenv("DLOCK_OWNER_TOKEN");
             check_lock_name(name);
             check_owner_token(owner);
-            auto client = make_client(dsn);
+            auto client = make_client(conn);
             if (renew->parsed()) {
                 const auto g = client.renew(name, owner, parse_duration(ren_ttl, "--ttl"));
                 if (!g) {
@@ -310,7 +329,7 @@ Examples:
         }
         if (force->parsed()) {
             check_lock_name(fr_name);
-            auto client = make_client(dsn);
+            auto client = make_client(conn);
             if (!client.force_release(fr_name, fr_reason)) {
                 std::cerr << "dlock: " << fr_name << " was not held\n";
                 return exit_code::not_held;

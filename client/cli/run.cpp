@@ -7,7 +7,9 @@
 // every thread): SIGCHLD ends the wait, SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/
 // SIGUSR2 are forwarded to COMMAND's process group, and every 50 ms it checks
 // the lease. When the lease is lost the group gets SIGTERM, then SIGKILL after
-// --kill-after, and dlock exits 124. The lease is released when COMMAND exits.
+// --kill-after, and dlock exits 124. The lease is released when COMMAND exits;
+// a release that is not confirmed is reported, and turns COMMAND's success
+// into 125 (the lease may stay held until its ttl runs out).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -158,7 +160,19 @@ int run_under_lease(dlock::client& client, const run_args& args) {
         kill(-child, SIGKILL); // nothing of the job may go on writing without the lease
         return exit_code::lost;
     }
-    return status_of(wait_status);
+    const int status = status_of(wait_status);
+    switch (lease->release()) {
+    case dlock::outcome::done: return status;
+    case dlock::outcome::refused:
+        std::cerr << "dlock: lease on " << args.name
+                  << " was no longer held at release (it expired or was taken over as COMMAND ended)\n";
+        break;
+    case dlock::outcome::unknown:
+        std::cerr << "dlock: release of " << args.name
+                  << " was not confirmed (timeout or connection lost); the lease ends at its ttl at the latest\n";
+        break;
+    }
+    return status == exit_code::ok ? exit_code::failed : status;
 }
 
 } // namespace dlock_cli

@@ -65,7 +65,7 @@ checked_out::checked_out(client_core& core) : m_core{core} {
             core.idle.pop_back();
         }
     }
-    if (!m_session) m_session = std::make_unique<session>(core.options.connection_string);
+    if (!m_session) m_session = std::make_unique<session>(core.options.connection_string, core.options.network_timeout);
 }
 
 checked_out::~checked_out() noexcept {
@@ -108,11 +108,26 @@ std::chrono::milliseconds client_core::backoff(int retry) {
     return std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{0, bound}(rng)};
 }
 
-steady_clock::time_point client_core::deadline_for(steady_clock::time_point sent,
+// The deadline counts from the grant, not from the send: a request that waited
+// in the server (dlock.acquire, or a row lock) would otherwise come back with
+// a lease that is already past its local deadline. The server tells how long
+// it waited: its grant time (lease_until - ttl, both from clock_timestamp())
+// minus statement_timestamp() (when the statement arrived). The statement
+// arrived after `sent`, so sent + waited is not after the grant -- as long as
+// the server's wall clock did not step forward during the wait. A forward
+// step would inflate `waited`; capping it at the round trip this client
+// measured on its monotonic clock bounds that error by the reply's travel
+// time. A backward step only shrinks `waited` (never below zero), which makes
+// the deadline earlier, never later. The drift allowance covers the whole
+// stretch from the send, waited + ttl.
+steady_clock::time_point client_core::deadline_for(steady_clock::time_point sent, steady_clock::time_point received,
+                                                   double server_waited_ms,
                                                    std::chrono::milliseconds ttl) const noexcept {
-    const auto drift = std::chrono::duration_cast<steady_clock::duration>(
-        std::chrono::duration<double, std::milli>{static_cast<double>(ttl.count()) * options.drift_allowance});
-    return sent + ttl - drift - options.safety_margin;
+    const auto round_trip = std::chrono::duration<double, std::milli>{received - sent}.count();
+    const double waited = std::clamp(server_waited_ms, 0.0, std::max(0.0, round_trip));
+    const double span = waited + static_cast<double>(ttl.count());
+    const double local = span - span * options.drift_allowance - static_cast<double>(options.safety_margin.count());
+    return sent + std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double, std::milli>{local});
 }
 
 void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts) {
@@ -134,11 +149,55 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
                                                   const lease_options& opts) {
     const std::string name{name_view};
     const std::string owner = opts.owner_token.empty() ? new_owner_token() : opts.owner_token;
+    const auto started = steady_clock::now();
+    if (!wait) return acquire_once(name, std::nullopt, opts, owner, started);
+    ++stats.waits;
+    try {
+        std::shared_ptr<lease_state> lease;
+        if (options.wait_mode == wait_mode::server || wait->count() < 0) {
+            // A negative wait goes to the server as given (it refuses it).
+            lease = acquire_once(name, wait, opts, owner, started);
+        } else {
+            // Client-side wait: no server connection is held between tries.
+            const auto until = started + *wait;
+            const auto cap = std::max<std::int64_t>(1, options.poll_interval.count());
+            std::uint64_t busy_tries = 0;
+            for (std::int64_t bound = std::min<std::int64_t>(20, cap);; bound = std::min(cap, bound * 2)) {
+                if ((lease = acquire_once(name, std::nullopt, opts, owner, started))) break;
+                ++busy_tries;
+                const auto now = steady_clock::now();
+                if (now >= until) break;
+                std::chrono::milliseconds sleep;
+                {
+                    std::lock_guard<std::mutex> guard{rng_mutex};
+                    sleep =
+                        std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{bound / 2, bound}(rng)};
+                }
+                std::this_thread::sleep_for(std::min<steady_clock::duration>(sleep, until - now));
+            }
+            stats.busy -= busy_tries; // one wait is one busy at most, counted below
+        }
+        stats.record_wait(steady_clock::now() - started);
+        if (!lease) {
+            ++stats.busy;
+            ++stats.wait_timeouts;
+        }
+        return lease;
+    } catch (const busy_error&) {
+        ++stats.busy;
+        ++stats.wait_timeouts;
+        stats.record_wait(steady_clock::now() - started);
+        throw;
+    }
+}
+
+std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
+                                                       std::optional<std::chrono::milliseconds> wait,
+                                                       const lease_options& opts, const std::string& owner,
+                                                       steady_clock::time_point started) {
     const std::string& lease_holder = opts.holder.empty() ? holder : opts.holder;
     const int attempts = std::max(1, options.retry.max_attempts);
-    const auto started = steady_clock::now();
     bool uncertain = false;
-    if (wait) ++stats.waits;
 
     for (int attempt = 0; attempt < attempts; ++attempt) {
         if (attempt > 0) {
@@ -146,32 +205,30 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
             std::this_thread::sleep_for(backoff(attempt));
         }
         std::optional<checked_out> held;
-        const auto sent = steady_clock::now();
         try {
             session& s = *held.emplace(*this);
-            s.notices().reset();
-            pqxx::nontransaction tx{s.conn()};
             pqxx::result r;
+            const auto sent = steady_clock::now();
             if (wait) {
-                // A negative wait goes to the server as given (it refuses it).
                 const auto left =
                     wait->count() < 0
                         ? *wait
                         : std::max(std::chrono::milliseconds{0},
                                    *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
-                r = tx.exec_prepared(stmt::acquire, name, static_cast<long long>(opts.ttl.count()),
-                                     static_cast<long long>(left.count()), owner, lease_holder);
+                r = call(s, std::max(std::chrono::milliseconds{0}, left) + options.call_timeout, sql::acquire, name,
+                         static_cast<long long>(opts.ttl.count()), static_cast<long long>(left.count()), owner,
+                         lease_holder);
             } else {
-                r = tx.exec_prepared(stmt::try_acquire, name, static_cast<long long>(opts.ttl.count()), owner,
-                                     lease_holder);
+                r = call(s, options.call_timeout, sql::try_acquire, name, static_cast<long long>(opts.ttl.count()),
+                         owner, lease_holder);
             }
+            const auto received = steady_clock::now();
             if (s.notices().uncertain()) {
                 // Committed locally but the wait for the standby was canceled.
                 ++stats.unknown_outcomes;
                 uncertain = true;
                 continue;
             }
-            if (wait) stats.record_wait(steady_clock::now() - started);
             if (r.size() != 1 || r[0][2].is_null()) {
                 ++stats.busy;
                 return nullptr;
@@ -181,7 +238,7 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
             lease->owner_token = r[0][1].as<std::string>();
             lease->fencing_token = r[0][2].as<std::int64_t>();
             lease->lease_until = from_epoch(r[0][3].as<double>());
-            lease->deadline = deadline_for(sent, opts.ttl);
+            lease->deadline = deadline_for(sent, received, r[0][4].as<double>(), opts.ttl);
             ++stats.acquisitions;
             return lease;
         } catch (const connection_error&) {
@@ -194,16 +251,80 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
                 uncertain = true;
                 continue;
             }
-            if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e); sql && sql->sqlstate() == "55P03") {
-                ++stats.busy;
-                ++stats.wait_timeouts;
-                stats.record_wait(steady_clock::now() - started);
-            }
             rethrow_mapped(name, owner);
         }
     }
     throw unknown_outcome_error{"outcome of the acquire is unknown after " + std::to_string(attempts) + " attempts",
                                 name, owner};
+}
+
+renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::string& name,
+                    const std::string& owner_token, std::chrono::milliseconds ttl, std::chrono::milliseconds timeout) {
+    renewal result;
+    try {
+        if (!s) s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout);
+        const auto sent = steady_clock::now();
+        const pqxx::result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
+        const auto received = steady_clock::now();
+        if (s->notices().uncertain()) {
+            ++core.stats.unknown_outcomes;
+            result.error = "commit of the renewal is only local (synchronous replication wait canceled)";
+            return result;
+        }
+        if (r.size() != 1 || r[0][0].is_null()) {
+            ++core.stats.renewals_refused;
+            result.result = outcome::refused;
+            return result;
+        }
+        ++core.stats.renewals;
+        result.result = outcome::done;
+        result.lease_until = from_epoch(r[0][0].as<double>());
+        result.deadline = core.deadline_for(sent, received, r[0][1].as<double>(), ttl);
+        return result;
+    } catch (const connection_error& e) {
+        result.error = e.what(); // nothing was sent
+        return result;
+    } catch (const std::exception& e) {
+        if (is_unknown_outcome(e)) s.reset();
+        ++core.stats.unknown_outcomes;
+        result.error = e.what();
+        // A refusal of the arguments is the caller's mistake, not a lost lease.
+        if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+            const std::string& state = sql->sqlstate();
+            if (state == "22023" || state == "22004" || state == "42501") rethrow_mapped(name, owner_token);
+        }
+        return result;
+    }
+}
+
+outcome release_lease(client_core& core, const std::string& name, const std::string& owner_token) noexcept {
+    try {
+        bool uncertain = false;
+        // One more try on a fresh connection when the first broke (e.g. the
+        // idle connection died since the last call).
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            std::optional<checked_out> held;
+            try {
+                session& s = *held.emplace(core);
+                const pqxx::result r = call(s, core.options.call_timeout, sql::release, name, owner_token);
+                if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
+                    ++core.stats.releases;
+                    return outcome::done;
+                }
+                // After an uncertain first try, "not held" may mean the first one ended it.
+                return uncertain ? outcome::unknown : outcome::refused;
+            } catch (const connection_error&) {
+                return outcome::unknown;
+            } catch (const std::exception& e) {
+                ++core.stats.unknown_outcomes;
+                if (!is_unknown_outcome(e)) return outcome::unknown; // e.g. the call timeout: not released
+                if (held) held->discard();
+                uncertain = true;
+            }
+        }
+    } catch (...) { // NOLINT(bugprone-empty-catch): a release must never throw
+    }
+    return outcome::unknown;
 }
 
 } // namespace internal
@@ -245,12 +366,13 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
     const auto sent = steady_clock::now();
     pqxx::result r;
     try {
-        r = txn.exec_params(internal::try_acquire_sql, name, static_cast<long long>(options.ttl.count()), owner,
+        r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
                             lease_holder);
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) ++m_core->stats.unknown_outcomes;
         internal::rethrow_mapped(name, owner);
     }
+    const auto received = steady_clock::now();
     if (r.size() != 1 || r[0][2].is_null()) {
         ++m_core->stats.busy;
         return std::nullopt;
@@ -261,7 +383,7 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
     g.fencing_token = r[0][2].as<std::int64_t>();
     g.ttl = options.ttl;
     g.lease_until = internal::from_epoch(r[0][3].as<double>());
-    g.deadline = m_core->deadline_for(sent, options.ttl);
+    g.deadline = m_core->deadline_for(sent, received, r[0][4].as<double>(), options.ttl);
     ++m_core->stats.acquisitions;
     return g;
 }
@@ -284,57 +406,25 @@ std::optional<grant> client::renew(std::string_view lock_name, std::string_view 
                                    std::chrono::milliseconds ttl) {
     const std::string name{lock_name};
     const std::string owner{owner_token};
-    std::optional<internal::checked_out> held;
-    const auto sent = steady_clock::now();
-    try {
-        internal::session& s = *held.emplace(*m_core);
-        s.notices().reset();
-        pqxx::nontransaction tx{s.conn()};
-        const pqxx::result r =
-            tx.exec_prepared(internal::stmt::renew, name, owner, static_cast<long long>(ttl.count()));
-        if (s.notices().uncertain()) throw unknown_outcome_error{"commit of the renewal is only local", name, owner};
-        if (r.size() != 1 || r[0][0].is_null()) {
-            ++m_core->stats.renewals_refused;
-            return std::nullopt;
-        }
-        ++m_core->stats.renewals;
-        grant g;
-        g.lock_name = name;
-        g.owner_token = owner;
-        g.ttl = ttl;
-        g.lease_until = internal::from_epoch(r[0][0].as<double>());
-        g.deadline = m_core->deadline_for(sent, ttl);
-        return g;
-    } catch (const std::exception& e) {
-        if (internal::is_unknown_outcome(e)) {
-            if (held) held->discard();
-            ++m_core->stats.unknown_outcomes;
-        }
-        internal::rethrow_mapped(name, owner);
-    }
+    internal::checked_out held{*m_core};
+    const internal::renewal r = internal::renew_lease(*m_core, held.slot(), name, owner, ttl, m_core->options.call_timeout);
+    if (r.result == outcome::refused) return std::nullopt;
+    if (r.result == outcome::unknown)
+        throw unknown_outcome_error{"outcome of the renewal is unknown: " + r.error, name, owner};
+    grant g;
+    g.lock_name = name;
+    g.owner_token = owner;
+    g.ttl = ttl;
+    g.lease_until = r.lease_until;
+    g.deadline = r.deadline;
+    return g;
 }
 
 outcome client::release(std::string_view lock_name, std::string_view owner_token) noexcept {
-    std::optional<internal::checked_out> held;
     try {
-        internal::session& s = *held.emplace(*m_core);
-        pqxx::nontransaction tx{s.conn()};
-        const pqxx::result r =
-            tx.exec_prepared(internal::stmt::release, std::string{lock_name}, std::string{owner_token});
-        if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
-            ++m_core->stats.releases;
-            return outcome::done;
-        }
-        return outcome::refused;
-    } catch (const connection_error&) {
-        return outcome::unknown;
-    } catch (const std::exception& e) {
-        if (!internal::is_unknown_outcome(e)) return outcome::refused;
-        if (held) held->discard();
-        ++m_core->stats.unknown_outcomes;
-        return outcome::unknown;
+        return internal::release_lease(*m_core, std::string{lock_name}, std::string{owner_token});
     } catch (...) {
-        return outcome::unknown;
+        return outcome::unknown; // copying the arguments ran out of memory
     }
 }
 
@@ -343,8 +433,8 @@ bool client::force_release(std::string_view lock_name, std::string_view reason) 
     std::optional<internal::checked_out> held;
     try {
         internal::session& s = *held.emplace(*m_core);
-        pqxx::nontransaction tx{s.conn()};
-        const pqxx::result r = tx.exec_prepared(internal::stmt::force_release, name, std::string{reason});
+        const pqxx::result r =
+            internal::call(s, m_core->options.call_timeout, internal::sql::force_release, name, std::string{reason});
         return r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>();
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) {

@@ -27,7 +27,6 @@ const char* to_string(outcome value) noexcept {
 const char* to_string(loss_reason value) noexcept {
     switch (value) {
     case loss_reason::refused: return "refused";
-    case loss_reason::uncertain: return "uncertain";
     case loss_reason::expired: return "expired";
     }
     return "?";
@@ -92,8 +91,10 @@ void rethrow_mapped(std::string_view subject_view, std::string_view owner_token)
         const std::string state = sqlstate_of(e);
         const std::string message = server_message(e.what());
         if (is_unknown_sqlstate(state)) throw unknown_outcome_error{message, subject, std::string{owner_token}};
-        if (state == "DL001") throw stale_token_error{message, subject, state};
-        if (state == "DL002") throw not_held_error{message, subject, state};
+        // pg_dlock 1.1 raises PD001/PD002; 1.0 raised DL001/DL002 (accepted
+        // while servers of both versions are in use).
+        if (state == "PD001" || state == "DL001") throw stale_token_error{message, subject, state};
+        if (state == "PD002" || state == "DL002") throw not_held_error{message, subject, state};
         if (state == "55P03") throw busy_error{message, subject, state};
         if (state == "22023" || state == "22004") throw invalid_argument_error{message, subject, state};
         if (state == "42501") throw permission_error{message, subject, state};

@@ -1,11 +1,13 @@
 // internal.hpp -- shared state of clients, leases and the keep-alive thread.
 //
 // Ownership: a client object and every lease it granted hold a shared_ptr to
-// one client_core. The core owns the caller connection (guarded by its mutex)
-// and the keep_alive, which owns its own connection and thread. The keep-alive
-// holds the lease_states registered with it; a lease object removes its state
-// (waiting for a renewal in flight) before it releases, so no renewal is ever
-// sent after a release.
+// one client_core. The core owns the pool of caller connections (guarded by
+// its mutex) and the keep_alive, whose two threads share its state (and the
+// renewer's own connection) with it, so either may outlive the core. The
+// keep-alive holds the lease_states registered with it; a lease object marks
+// itself released and removes its state (waiting, bounded, for a renewal in
+// flight) before it releases, so no renewal is sent after a release, and one
+// still in flight is refused by the server.
 #pragma once
 
 #include <atomic>
@@ -30,18 +32,16 @@
 
 namespace dlock::internal {
 
-/// Prepared statement names and texts used on the library's own connections.
-namespace stmt {
-inline constexpr const char* try_acquire = "dlock_try_acquire";
-inline constexpr const char* acquire = "dlock_acquire";
-inline constexpr const char* renew = "dlock_renew";
-inline constexpr const char* release = "dlock_release";
-inline constexpr const char* force_release = "dlock_force_release";
-} // namespace stmt
-
-/// SQL of an acquire in the caller's transaction (run with exec_params, which
-/// leaves the caller's prepared-statement namespace alone).
-extern const char* const try_acquire_sql;
+/// SQL of the library's calls. They run as unnamed statements (exec_params):
+/// nothing is prepared by name and nothing is set for the session, so the
+/// library works through PgBouncer in transaction pooling.
+namespace sql {
+extern const char* const try_acquire;
+extern const char* const acquire;
+extern const char* const renew;
+extern const char* const release;
+extern const char* const force_release;
+} // namespace sql
 
 /// True for a notice saying a commit canceled its wait for synchronous
 /// replication: the COMMIT then reports success although it is only local.
@@ -60,11 +60,16 @@ private:
     std::atomic<bool> m_uncertain{false};
 };
 
-/// One of the library's own connections, with its statements prepared.
+/// The connection string with the library's network bounds added (TCP
+/// keepalives, tcp_user_timeout, connect_timeout), unless it sets them itself.
+[[nodiscard]] std::string bounded_connection_string(const std::string& connection_string,
+                                                    std::chrono::milliseconds network_timeout);
+
+/// One of the library's own connections.
 class session {
 public:
-    /// Connects; throws connection_error.
-    explicit session(const std::string& connection_string);
+    /// Connects with bounded_connection_string; throws connection_error.
+    session(const std::string& connection_string, std::chrono::milliseconds network_timeout);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -73,11 +78,38 @@ public:
 
     [[nodiscard]] pqxx::connection& conn() noexcept { return *m_conn; }
     [[nodiscard]] notice_watch& notices() noexcept { return *m_watch; }
+    /// Ends a transaction a failed call() left open, so the session can be
+    /// used again; closes the connection when even that fails.
+    void roll_back() noexcept;
 
 private:
     std::unique_ptr<pqxx::connection> m_conn;
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
 };
+
+/// Runs one statement of the library as a transaction of its own on s, with
+/// every setting local to that transaction (a pooler may give the next
+/// transaction another server connection): BEGIN and SET LOCAL
+/// statement_timeout and client_connection_check_interval in one round trip,
+/// the statement (unnamed, with parameters), COMMIT. Throws what libpqxx
+/// throws (the caller maps it), after rolling back what it began.
+template <typename... Args>
+pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
+    s.notices().reset();
+    pqxx::nontransaction tx{s.conn()};
+    try {
+        // A server-side wait ends soon after the client went away, instead of
+        // taking the lock for nobody (client_connection_check_interval).
+        tx.exec("BEGIN; SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+                "; SET LOCAL client_connection_check_interval = 1000");
+        pqxx::result r = tx.exec_params(statement, std::forward<Args>(args)...);
+        tx.exec("COMMIT");
+        return r;
+    } catch (...) {
+        s.roll_back();
+        throw;
+    }
+}
 
 /// How a failed call ended: the outcome is unknown, or the server refused it.
 [[nodiscard]] bool is_unknown_outcome(const std::exception& e) noexcept;
@@ -98,6 +130,7 @@ struct counters {
 };
 
 struct client_core;
+struct renewal;
 
 /// The state of one lease, shared by the lease object and the keep-alive.
 struct lease_state {
@@ -125,16 +158,43 @@ struct lease_state {
     /// Marks the lease lost (first reason wins); wakes waiters and, when
     /// wake_keep_alive, the keep-alive thread so it runs on_lost.
     void mark_lost(loss_reason reason, bool wake_keep_alive) noexcept;
-    /// Moves the deadline after a renewal sent at `sent` was confirmed.
-    void renewed(steady_clock::time_point sent, double server_epoch) noexcept;
+    /// Takes a confirmed renewal's lease_until and deadline.
+    void renewed(const renewal& confirmed) noexcept;
 };
+
+/// What a renewal came back with.
+struct renewal {
+    outcome result = outcome::unknown;
+    std::chrono::system_clock::time_point lease_until; ///< when done
+    steady_clock::time_point deadline;                 ///< when done
+    std::string error;                                 ///< why, when unknown
+};
+
+/// The one renewal implementation (lease::renew, client::renew, the
+/// keep-alive): refused when the server says the owner holds no live lease;
+/// unknown when it could not be confirmed (broken connection, timeout, commit
+/// in doubt) -- the lease is then as valid as before, until its deadline.
+/// Discards the session when it broke. Throws only mapped dlock errors for
+/// refusals of the arguments (invalid_argument_error, permission_error).
+[[nodiscard]] renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::string& name,
+                                  const std::string& owner_token, std::chrono::milliseconds ttl,
+                                  std::chrono::milliseconds timeout);
+
+/// The one release implementation (lease::release, client::release): done,
+/// refused (the owner held no live lease), or unknown (not confirmed within
+/// the call timeout, connection broken). Never throws.
+[[nodiscard]] outcome release_lease(client_core& core, const std::string& name, const std::string& owner_token) noexcept;
 
 /// Background renewal and deadline watch for the leases of one client: one
 /// thread renews (on its own connection), another watches deadlines and runs
 /// on_lost, so a renewal stuck on the network cannot delay the loss report.
+/// The threads share only `shared` with this object, never the object itself:
+/// the last owner of a client may drop it on one of these threads (inside
+/// on_lost, or when a renewal held the last reference), and the thread then
+/// finishes on state it owns.
 class keep_alive {
 public:
-    explicit keep_alive(client_core& core) noexcept : m_core{core} {}
+    keep_alive();
     keep_alive(const keep_alive&) = delete;
     keep_alive& operator=(const keep_alive&) = delete;
     keep_alive(keep_alive&&) = delete;
@@ -143,28 +203,18 @@ public:
 
     void add(std::shared_ptr<lease_state> lease);
     /// Stops watching the lease; returns after a renewal or on_lost call of it
-    /// in flight finished.
-    void remove(const lease_state* lease) noexcept;
+    /// in flight finished, or after `bound` (a renewal that lands later is
+    /// refused by the server once the lease is released).
+    void remove(const lease_state* lease, std::chrono::milliseconds bound) noexcept;
     void wake() noexcept;
-    [[nodiscard]] int backend_pid() const noexcept { return m_backend_pid; }
+    [[nodiscard]] int backend_pid() const noexcept;
+
+    struct shared;
 
 private:
-    void renew_loop() noexcept;
-    void watch_loop() noexcept;
-    void renew_one(lease_state& lease) noexcept;
-    [[nodiscard]] bool on_own_thread() const noexcept;
-
-    client_core& m_core;
-    std::mutex m_mutex;
-    std::condition_variable m_cv;
-    std::vector<std::shared_ptr<lease_state>> m_leases;
-    const lease_state* m_renewing = nullptr;  // renewal in flight
-    const lease_state* m_reporting = nullptr; // on_lost call in flight
-    bool m_stop = false;
+    std::shared_ptr<shared> m_shared;
     std::thread m_renewer;
     std::thread m_watcher;
-    std::unique_ptr<session> m_session; // used by the renewer thread only
-    std::atomic<int> m_backend_pid{0};
 };
 
 /// Everything a client and its leases share.
@@ -188,17 +238,25 @@ struct client_core {
     [[nodiscard]] std::string new_owner_token();
     [[nodiscard]] std::chrono::milliseconds backoff(int retry);
 
-    /// Local deadline of a lease of `ttl` whose request was sent at `sent`.
+    /// Local deadline of a lease of `ttl` the server granted `server_waited`
+    /// after receiving the request that was sent at `sent` and answered at
+    /// `received` (see grant_deadline in client.cpp).
     [[nodiscard]] steady_clock::time_point deadline_for(steady_clock::time_point sent,
+                                                        steady_clock::time_point received, double server_waited_ms,
                                                         std::chrono::milliseconds ttl) const noexcept;
 
     /// Acquire with retries; nullptr when busy (try) -- see client::try_acquire/acquire.
     std::shared_ptr<lease_state> acquire(std::string_view name, std::optional<std::chrono::milliseconds> wait,
                                          const lease_options& opts);
+    /// One acquire (server-side wait when wait is set), retried with the same
+    /// owner while its outcome is unknown.
+    std::shared_ptr<lease_state> acquire_once(const std::string& name, std::optional<std::chrono::milliseconds> wait,
+                                              const lease_options& opts, const std::string& owner,
+                                              steady_clock::time_point started);
     /// Fills in the per-lease settings and starts watching it.
     void attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts);
 
-    keep_alive watcher{*this}; // last: stopped first
+    keep_alive watcher; // last: stopped first
 };
 
 /// A caller session checked out of the client's pool for one call, so calls
@@ -209,6 +267,8 @@ class checked_out {
 public:
     /// Takes an idle session or connects a new one; throws connection_error.
     explicit checked_out(client_core& core);
+    /// The session slot itself (a call may discard or replace it).
+    [[nodiscard]] std::unique_ptr<session>& slot() noexcept { return m_session; }
     checked_out(const checked_out&) = delete;
     checked_out& operator=(const checked_out&) = delete;
     checked_out(checked_out&&) = delete;

@@ -19,14 +19,11 @@ void lease_state::mark_lost(loss_reason reason, bool wake_keep_alive) noexcept {
     if (wake_keep_alive) core->watcher.wake();
 }
 
-void lease_state::renewed(steady_clock::time_point sent, double server_epoch) noexcept {
-    {
-        std::lock_guard<std::mutex> guard{mutex};
-        deadline = std::max(deadline, core->deadline_for(sent, ttl));
-        lease_until = from_epoch(server_epoch);
-        next_renew = sent + renew_every;
-    }
-    ++core->stats.renewals;
+void lease_state::renewed(const renewal& confirmed) noexcept {
+    std::lock_guard<std::mutex> guard{mutex};
+    deadline = std::max(deadline, confirmed.deadline);
+    lease_until = confirmed.lease_until;
+    next_renew = steady_clock::now() + renew_every;
 }
 
 } // namespace internal
@@ -37,35 +34,42 @@ lease::lease(lease&& other) noexcept = default;
 
 lease& lease::operator=(lease&& other) noexcept {
     if (this != &other) {
-        release();
+        static_cast<void>(release()); // as the destructor: nobody to tell
+
         m_state = std::move(other.m_state);
     }
     return *this;
 }
 
 lease::~lease() noexcept {
-    release();
+    static_cast<void>(release()); // bounded by call_timeout; use release() to see the outcome
 }
 
+namespace {
+const std::string empty_text;
+} // namespace
+
 const std::string& lease::name() const noexcept {
-    return m_state->name;
+    return m_state ? m_state->name : empty_text;
 }
 std::int64_t lease::fencing_token() const noexcept {
-    return m_state->fencing_token;
+    return m_state ? m_state->fencing_token : 0;
 }
 const std::string& lease::owner_token() const noexcept {
-    return m_state->owner_token;
+    return m_state ? m_state->owner_token : empty_text;
 }
 std::chrono::milliseconds lease::ttl() const noexcept {
-    return m_state->ttl;
+    return m_state ? m_state->ttl : std::chrono::milliseconds{0};
 }
 
 steady_clock::time_point lease::deadline() const noexcept {
+    if (!m_state) return {};
     std::lock_guard<std::mutex> guard{m_state->mutex};
     return m_state->deadline;
 }
 
 std::chrono::milliseconds lease::time_left() const noexcept {
+    if (!m_state) return std::chrono::milliseconds{0};
     std::lock_guard<std::mutex> guard{m_state->mutex};
     if (m_state->loss || m_state->released) return std::chrono::milliseconds{0};
     const auto left = m_state->deadline - steady_clock::now();
@@ -73,6 +77,7 @@ std::chrono::milliseconds lease::time_left() const noexcept {
 }
 
 std::chrono::system_clock::time_point lease::lease_until() const noexcept {
+    if (!m_state) return {};
     std::lock_guard<std::mutex> guard{m_state->mutex};
     return m_state->lease_until;
 }
@@ -91,30 +96,40 @@ bool lease::lost() const noexcept {
 }
 
 std::optional<loss_reason> lease::loss() const noexcept {
+    if (!m_state) return std::nullopt;
     std::lock_guard<std::mutex> guard{m_state->mutex};
     if (!m_state->loss && !m_state->released && steady_clock::now() >= m_state->deadline) return loss_reason::expired;
     return m_state->loss;
 }
 
 bool lease::wait_lost(std::chrono::milliseconds timeout) const {
-    std::unique_lock<std::mutex> lock{m_state->mutex};
+    if (!m_state) return false;
     const auto until = steady_clock::now() + timeout;
-    m_state->changed.wait_until(lock, std::min(until, m_state->deadline),
-                                [this] { return m_state->loss.has_value() || m_state->released; });
-    if (m_state->released) return false;
-    return m_state->loss.has_value() || steady_clock::now() >= m_state->deadline;
+    std::unique_lock<std::mutex> lock{m_state->mutex};
+    // Renewals move the deadline while this waits: re-read it on every wake,
+    // but never wait past `until`.
+    for (;;) {
+        if (m_state->released) return false;
+        if (m_state->loss) return true;
+        const auto now = steady_clock::now();
+        if (now >= m_state->deadline) return true;
+        if (now >= until) return false;
+        m_state->changed.wait_until(lock, std::min(until, m_state->deadline));
+    }
 }
 
 void lease::report_progress() noexcept {
-    m_state->progress = true;
+    if (m_state) m_state->progress = true;
 }
 
 void lease::stop_keep_alive() noexcept {
+    if (!m_state) return;
     std::lock_guard<std::mutex> guard{m_state->mutex};
     m_state->keep_alive_stopped = true;
 }
 
 outcome lease::renew() {
+    if (!m_state) return outcome::refused;
     internal::lease_state& s = *m_state;
     internal::client_core& core = *s.core;
     {
@@ -122,37 +137,16 @@ outcome lease::renew() {
         if (s.released || s.loss) return outcome::refused;
     }
     std::optional<internal::checked_out> held;
-    const auto sent = steady_clock::now();
     try {
-        internal::session& session = *held.emplace(core);
-        session.notices().reset();
-        pqxx::nontransaction tx{session.conn()};
-        const pqxx::result r =
-            tx.exec_prepared(internal::stmt::renew, s.name, s.owner_token, static_cast<long long>(s.ttl.count()));
-        if (session.notices().uncertain()) {
-            ++core.stats.unknown_outcomes;
-            s.mark_lost(loss_reason::uncertain, true);
-            return outcome::unknown;
-        }
-        if (r.size() != 1 || r[0][0].is_null()) {
-            ++core.stats.renewals_refused;
-            s.mark_lost(loss_reason::refused, true);
-            return outcome::refused;
-        }
-        s.renewed(sent, r[0][0].as<double>());
-        return outcome::done;
+        held.emplace(core);
     } catch (const connection_error&) {
-        // Nothing was sent: the lease is as valid as it was.
-        return outcome::unknown;
-    } catch (const std::exception& e) {
-        if (internal::is_unknown_outcome(e)) {
-            if (held) held->discard();
-            ++core.stats.unknown_outcomes;
-            s.mark_lost(loss_reason::uncertain, true);
-            return outcome::unknown;
-        }
-        internal::rethrow_mapped(s.name, s.owner_token);
+        return outcome::unknown; // nothing was sent: the lease is as valid as it was
     }
+    const internal::renewal r =
+        internal::renew_lease(core, held->slot(), s.name, s.owner_token, s.ttl, core.options.call_timeout);
+    if (r.result == outcome::done) s.renewed(r);
+    if (r.result == outcome::refused) s.mark_lost(loss_reason::refused, true);
+    return r.result;
 }
 
 outcome lease::release() noexcept {
@@ -165,31 +159,9 @@ outcome lease::release() noexcept {
         state->released = true;
     }
     state->changed.notify_all();
-    core.watcher.remove(state.get()); // no renewal of it is in flight after this
-    try {
-        // One reconnect when the connection had broken since the last call.
-        for (int attempt = 0; attempt < 2; ++attempt) {
-            std::optional<internal::checked_out> held;
-            try {
-                internal::session& session = *held.emplace(core);
-                pqxx::nontransaction tx{session.conn()};
-                const pqxx::result r = tx.exec_prepared(internal::stmt::release, state->name, state->owner_token);
-                if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
-                    ++core.stats.releases;
-                    return outcome::done;
-                }
-                return outcome::refused;
-            } catch (const connection_error&) {
-                return outcome::unknown;
-            } catch (const std::exception& e) {
-                if (!internal::is_unknown_outcome(e)) return outcome::refused;
-                if (held) held->discard();
-                ++core.stats.unknown_outcomes;
-            }
-        }
-    } catch (...) { // NOLINT(bugprone-empty-catch): a release must never throw
-    }
-    return outcome::unknown;
+    // Waits for a renewal of it in flight, bounded by the renewal's own timeout.
+    core.watcher.remove(state.get(), core.options.call_timeout);
+    return internal::release_lease(core, state->name, state->owner_token);
 }
 
 grant lease::detach() noexcept {
@@ -203,7 +175,7 @@ grant lease::detach() noexcept {
         g.lease_until = state->lease_until;
     }
     state->changed.notify_all();
-    state->core->watcher.remove(state.get());
+    state->core->watcher.remove(state.get(), state->core->options.call_timeout);
     g.lock_name = state->name;
     g.owner_token = state->owner_token;
     g.fencing_token = state->fencing_token;

@@ -1,48 +1,92 @@
-// session.cpp -- the library's own connections and their prepared statements.
+// session.cpp -- the library's own connections and the SQL of its calls.
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "internal.hpp"
 
 namespace dlock::internal {
 
-namespace {
+// A lease row comes back as five columns, all NULL when the lock is busy: the
+// lease, and how long the server waited between receiving the statement and
+// granting (milliseconds). The extension sets lease_until to its
+// clock_timestamp() at the grant plus the ttl, so the grant time is
+// lease_until - ttl, and statement_timestamp() is when the statement arrived.
+#define DLOCK_LEASE_COLUMNS                                                                                           \
+    "SELECT l.lock_name, l.owner_token::text, l.fencing_token, pg_catalog.date_part('epoch', l.lease_until), "        \
+    "pg_catalog.date_part('epoch', l.lease_until - $2::bigint * interval '1 millisecond' "                            \
+    "- pg_catalog.statement_timestamp()) * 1000 "
 
-// A lease row comes back as four columns; all NULL when the lock is busy.
-constexpr const char* lease_columns = "SELECT l.lock_name, l.owner_token::text, l.fencing_token, "
-                                      "pg_catalog.date_part('epoch', l.lease_until) ";
+namespace sql {
+const char* const try_acquire = DLOCK_LEASE_COLUMNS
+    "FROM dlock.try_acquire($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, '')) l";
+const char* const acquire = DLOCK_LEASE_COLUMNS
+    "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
+    "$4::uuid, NULLIF($5::text, '')) l";
+// lease_until, and the server-side wait before the renewal (as above).
+const char* const renew = "SELECT pg_catalog.date_part('epoch', r.lease_until), "
+                          "pg_catalog.date_part('epoch', r.lease_until - $3::bigint * interval '1 millisecond' "
+                          "- pg_catalog.statement_timestamp()) * 1000 "
+                          "FROM dlock.renew($1, $2::uuid, $3::bigint * interval '1 millisecond') AS r(lease_until)";
+const char* const release = "SELECT dlock.release($1, $2::uuid)";
+const char* const force_release = "SELECT dlock.force_release($1, $2)";
+} // namespace sql
 
-} // namespace
+#undef DLOCK_LEASE_COLUMNS
 
-const char* const try_acquire_sql = "SELECT l.lock_name, l.owner_token::text, l.fencing_token, "
-                                    "pg_catalog.date_part('epoch', l.lease_until) "
-                                    "FROM dlock.try_acquire($1, $2::bigint * interval '1 millisecond', $3::uuid, "
-                                    "NULLIF($4::text, '')) l";
+std::string bounded_connection_string(const std::string& connection_string,
+                                      std::chrono::milliseconds network_timeout) {
+    const long long ms = std::max<long long>(1000, network_timeout.count());
+    const std::pair<const char*, std::string> bounds[] = {
+        {"keepalives", "1"},
+        {"keepalives_idle", std::to_string(std::max<long long>(1, ms / 3000))},
+        {"keepalives_interval", "1"},
+        {"keepalives_count", std::to_string(std::max<long long>(1, ms / 3000))},
+        {"tcp_user_timeout", std::to_string(ms)},
+        {"connect_timeout", std::to_string(std::max<long long>(2, ms / 1000))},
+    };
+    const bool uri = connection_string.rfind("postgresql://", 0) == 0 || connection_string.rfind("postgres://", 0) == 0;
+    std::string result = connection_string;
+    for (const auto& [key, value] : bounds) {
+        // The caller's own setting wins (also one from PGCONNECT_TIMEOUT etc.:
+        // libpq lets the string override the environment, so only add what
+        // neither sets).
+        const std::string pattern = std::string{key} + "=";
+        bool set = false;
+        for (std::size_t at = result.find(pattern); at != std::string::npos; at = result.find(pattern, at + 1)) {
+            const char before = at == 0 ? ' ' : result[at - 1];
+            if (before == ' ' || before == '?' || before == '&') set = true;
+        }
+        if (set) continue;
+        if (std::string{key} == "connect_timeout" && std::getenv("PGCONNECT_TIMEOUT") != nullptr) continue;
+        if (uri)
+            result += (result.find('?') == std::string::npos ? "?" : "&") + pattern + value;
+        else
+            result += (result.empty() ? "" : " ") + pattern + value;
+    }
+    return result;
+}
 
-session::session(const std::string& connection_string) {
+session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout) {
     try {
-        m_conn = std::make_unique<pqxx::connection>(connection_string);
+        m_conn = std::make_unique<pqxx::connection>(bounded_connection_string(connection_string, network_timeout));
     } catch (const std::exception& e) {
         throw connection_error{std::string{"could not connect: "} + e.what(), {}};
     }
     m_watch = std::make_unique<notice_watch>(*m_conn, true);
+}
+
+void session::roll_back() noexcept {
     try {
-        // A server-side wait (dlock.acquire) ends soon after this client goes
-        // away, instead of taking the lock for nobody. Best effort: older
-        // servers do not know the setting.
+        if (!m_conn->is_open()) return;
         pqxx::nontransaction tx{*m_conn};
-        tx.exec("SET client_connection_check_interval = 1000");
-    } catch (const pqxx::broken_connection& e) {
-        throw connection_error{std::string{"could not connect: "} + e.what(), {}};
-    } catch (const std::exception&) { // NOLINT(bugprone-empty-catch)
+        tx.exec("ROLLBACK");
+    } catch (...) {
+        try {
+            m_conn->disconnect(); // the next use fails as "broken", and the pool drops it
+        } catch (...) { // NOLINT(bugprone-empty-catch)
+        }
     }
-    m_conn->prepare(stmt::try_acquire, try_acquire_sql);
-    m_conn->prepare(stmt::acquire, std::string{lease_columns} +
-                                       "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', "
-                                       "$3::bigint * interval '1 millisecond', $4::uuid, NULLIF($5::text, '')) l");
-    m_conn->prepare(stmt::renew, "SELECT pg_catalog.date_part('epoch', "
-                                 "dlock.renew($1, $2::uuid, $3::bigint * interval '1 millisecond'))");
-    m_conn->prepare(stmt::release, "SELECT dlock.release($1, $2::uuid)");
-    m_conn->prepare(stmt::force_release, "SELECT dlock.force_release($1, $2)");
 }
 
 session::~session() noexcept {

@@ -2,7 +2,9 @@
 //
 // The suites talk to a real server found through the PG* environment (make test
 // starts one and sets it). When none is reachable every test fails with a
-// message naming what is missing; nothing is skipped.
+// message naming what is missing; nothing is skipped. When the PG* environment
+// points at a pooler (tests/suites/45-pgbouncer.sh), DLOCK_ADMIN_DSN names the
+// server itself for the fixture's admin connection.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -44,7 +46,8 @@ protected:
     void SetUp() override {
         static const std::string problem = server_problem();
         ASSERT_TRUE(problem.empty()) << problem;
-        m_admin = std::make_unique<pqxx::connection>();
+        const char* admin_dsn = std::getenv("DLOCK_ADMIN_DSN");
+        m_admin = std::make_unique<pqxx::connection>(admin_dsn != nullptr ? admin_dsn : "");
     }
 
     /// A superuser connection for checks and for making things go wrong.
@@ -103,6 +106,22 @@ protected:
                 return !sql("SELECT 1 FROM pg_stat_activity WHERE pid = " + std::to_string(pid) +
                             " AND state = 'active' AND wait_event IS NOT NULL" +
                             (wait_event.empty() ? "" : " AND wait_event = '" + wait_event + "'"))
+                            .empty();
+            },
+            timeout);
+    }
+
+    /// Waits until some statement containing `fragment` waits for a lock (a
+    /// renewal blocked on the lease row). Works through a pooler, where the
+    /// client's backend pid means nothing.
+    bool wait_until_blocked(const std::string& fragment, std::chrono::milliseconds timeout) {
+        return eventually(
+            [&] {
+                pqxx::nontransaction tx{admin()};
+                return !tx.exec_params("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND "
+                                       "wait_event_type = 'Lock' AND strpos(query, $1) > 0 AND pid <> "
+                                       "pg_backend_pid()",
+                                       fragment)
                             .empty();
             },
             timeout);

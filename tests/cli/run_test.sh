@@ -49,7 +49,8 @@ check "run --wait x2: the second got a higher fencing token ($t1 < $t2)" $([ "${
 # ttl 3s -> renewal every 1s; --kill-after 1s. COMMAND ignores SIGTERM, so it
 # takes the SIGKILL.
 name=$(unique lost)
-"$DLOCK" run --ttl 3s --kill-after 1s "$name" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done' \
+# (The lock name in COMMAND's text tells this run's process from another run's.)
+"$DLOCK" run --ttl 3s --kill-after 1s "$name" -- sh -c 'trap "" TERM; while :; do sleep 0.1; done # '"$name" \
 	2>"$work/lost.err" &
 runner=$!
 wait_for is_held "$name"
@@ -65,7 +66,7 @@ check "run: COMMAND was killed within renewal + grace (${elapsed} ms <= 3500 ms)
 grep -q "lost" "$work/lost.err"
 check "run: says the lease was lost" $?
 check "run: the killed command left nothing behind" \
-	$(pgrep -f 'trap "" TERM; while' >/dev/null && echo 1 || echo 0)
+	$(pgrep -f "done # $name" >/dev/null && echo 1 || echo 0)
 
 # A command that exits on SIGTERM goes at once.
 name=$(unique lost-term)
@@ -155,3 +156,63 @@ check "run --wait: the server dropped the wait of the interrupted dlock" $?
 sleep 0.3
 check "run --wait: nobody took the lock for the interrupted dlock" $([ "$(state_of "$name")" = free ]; echo $?)
 unset DLOCK_OWNER_TOKEN DLOCK_FENCING_TOKEN DLOCK_LOCK_NAME DLOCK_LEASE_UNTIL
+
+# --- issue 12.1: a lease granted after a wait longer than its ttl is not born lost
+name=$(unique born-lost)
+"$DLOCK" run "$name" -- sleep 3 &
+holder=$!
+wait_for is_held "$name"
+out=$("$DLOCK" run --wait 20s --ttl 2s "$name" -- sh -c 'sleep 1; echo finished' 2>"$work/born-lost.err")
+status=$?
+wait $holder
+expect_status "run --wait 20s --ttl 2s after a 3 s wait: COMMAND runs to its end" 0 $status
+check "run --wait 20s --ttl 2s after a 3 s wait: COMMAND was not killed ($(cat "$work/born-lost.err"))" \
+	$([ "$out" = finished ]; echo $?)
+
+# --- issue 17.1: five --no-wait runs at once: one runs, four are busy ---------
+name=$(unique five)
+: >"$work/five.out"
+pids=()
+for i in 1 2 3 4 5; do
+	"$DLOCK" run --no-wait "$name" -- sh -c "echo ran >>'$work/five.out'; sleep 1.5" 2>/dev/null &
+	pids+=($!)
+done
+codes=()
+for p in "${pids[@]}"; do
+	wait "$p"
+	codes+=($?)
+done
+codes=$(printf '%s\n' "${codes[@]}" | sort -n | tr '\n' ' ')
+check "run --no-wait x5: exit statuses are one 0 and four 75 (got $codes)" $([ "$codes" = "0 75 75 75 75 " ]; echo $?)
+check "run --no-wait x5: COMMAND ran once" $([ "$(wc -l <"$work/five.out")" -eq 1 ]; echo $?)
+
+# ...and one after another, each run gets the lock (no statement left behind).
+ok=0
+for i in 1 2 3 4 5 6; do "$DLOCK" run --no-wait "$name" -- true || ok=1; done
+check "run --no-wait six times in a row: each exits 0" $ok
+
+# --- issue 17.1: the client-side wait (--wait-mode poll) ----------------------
+name=$(unique poll)
+"$DLOCK" run "$name" -- sleep 1 &
+holder=$!
+wait_for is_held "$name"
+"$DLOCK" run --wait-mode poll --wait 10s "$name" -- true
+expect_status "run --wait-mode poll --wait 10s: gets the lock once the holder is done" 0 $?
+wait $holder
+"$DLOCK" run --wait-mode bogus "$name" -- true 2>/dev/null
+expect_status "run --wait-mode bogus: usage error" 64 $?
+"$DLOCK" run --timeout 5 "$name" -- true 2>/dev/null
+expect_status "run --timeout 5 (no unit): usage error" 64 $?
+
+# --- issue 12.5: a release that fails is visible -----------------------------
+# COMMAND leaves behind a session that holds the lease row locked for 3 s, so
+# the release runs into its 1 s statement timeout: dlock must not exit 0.
+name=$(unique release-fails)
+"$DLOCK" --timeout 1s run "$name" -- sh -c "psql -X -q -c \"SELECT 1 FROM dlock.distributed_lock WHERE lock_name = '$name' FOR UPDATE; SELECT pg_sleep(3)\" >/dev/null & sleep 0.5" \
+	2>"$work/release-fails.err"
+status=$?
+expect_status "run: COMMAND succeeded but the release timed out: exits 125" 125 $status
+grep -q "release of $name was not confirmed" "$work/release-fails.err"
+check "run: ... and says the release was not confirmed" $?
+check "run: ... the lease is indeed still held" $([ "$(state_of "$name")" = held ]; echo $?)
+sleep 3

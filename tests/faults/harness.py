@@ -859,11 +859,10 @@ SCENARIOS = [
      "run": s_syncrep_cancel, "checks": {"converge": True, "min_unknown": 1}},
     {"name": "11-idle-txn", "title": "idle transaction holds the lease row lock",
      "run": s_idle_txn, "checks": {"acquire_bound_ms": LOCK_TIMEOUT_MS + 1000}},
-    # The client library prepares named statements, which PgBouncer 1.18 cannot
-    # keep across transactions in transaction pooling (SQLSTATE 26000/42P05): its
-    # workers use the libpqxx lock calls (unnamed statements) here.
+    # The workers use the C++ client library here too (unnamed statements,
+    # settings per transaction: it works through transaction pooling).
     {"name": "12-pgbouncer", "title": "through PgBouncer, transaction pooling",
-     "run": s_pgbouncer, "pqxx": True},
+     "run": s_pgbouncer},
     {"name": "13-partition", "title": "network partition of half the workers (stopped proxy)",
      "run": s_partition},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",

@@ -25,13 +25,13 @@ private:
     std::string m_sqlstate;
 };
 
-/// DL001: the fencing token is below the highest one the resource accepted.
+/// PD001 (1.0 servers: DL001): the fencing token is below the highest one the resource accepted.
 class stale_token_error : public error {
 public:
     using error::error;
 };
 
-/// DL002: the lock is not held with this fencing token (expired, released or taken over).
+/// PD002 (1.0 servers: DL002): the lock is not held with this fencing token (expired, released or taken over).
 class not_held_error : public error {
 public:
     using error::error;

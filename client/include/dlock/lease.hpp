@@ -18,10 +18,13 @@ struct lease_state;
 
 /// A lease on a lock name, owned by this object.
 ///
-/// The destructor releases it (never throwing). The lease knows its deadline on
-/// the client's monotonic clock: the time its last acquire or renew request was
-/// sent, plus the ttl, minus the drift allowance and the safety margin. After
-/// that instant, or once a renewal was refused or uncertain, it is lost.
+/// The destructor releases it (never throwing, and bounded in time by the
+/// client's call_timeout). The lease knows its deadline on the client's
+/// monotonic clock: the time its last acquire or renew request was sent, plus
+/// the time the server says it waited before granting (capped at the round
+/// trip), plus the ttl, minus the drift allowance and the safety margin. After
+/// that instant, or once a renewal was refused, it is lost. A moved-from lease
+/// is empty: its getters return empty values and it is neither valid nor lost.
 ///
 /// Thread safety: the observers (valid, lost, time_left, wait_lost, ...) and
 /// report_progress may be called from any thread; renew, release, move and
@@ -63,12 +66,14 @@ public:
     /// reported lost then). Irreversible.
     void stop_keep_alive() noexcept;
 
-    /// Renews now on the client's connection. done moves the deadline; refused and
-    /// unknown mark the lease lost.
+    /// Renews now on the client's connection. done moves the deadline; refused
+    /// marks the lease lost; unknown (connection broken, call timeout) leaves it
+    /// as valid as it was, until its deadline.
     [[nodiscard]] outcome renew();
     /// Releases now. done: this call ended the lease; refused: it was no longer held;
-    /// unknown: the connection broke (the lease then ends at its ttl at the latest).
-    outcome release() noexcept;
+    /// unknown: not confirmed (connection broken, call timeout: the lease then
+    /// ends at its ttl at the latest).
+    [[nodiscard]] outcome release() noexcept;
 
     /// Gives the lease up without releasing it: stops the keep-alive and returns
     /// what is needed to renew or release it later by owner token (e.g. from

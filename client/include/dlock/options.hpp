@@ -10,7 +10,6 @@ namespace dlock {
 
 /// The clock every deadline is measured on: monotonic, never set back.
 using steady_clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 
 /// Three-valued result of a call that changes lock state.
 enum class outcome {
@@ -25,9 +24,23 @@ enum class outcome {
 /// How a call with an unknown outcome is retried (only calls that are safe to
 /// repeat: acquire with the same owner token).
 struct retry_policy {
-    int max_attempts = 5;             ///< attempts in total, including the first
-    milliseconds initial_backoff{50}; ///< upper bound of the first sleep
-    milliseconds max_backoff{2000};   ///< cap of the exponentially growing bound
+    int max_attempts = 5;                          ///< attempts in total, including the first
+    std::chrono::milliseconds initial_backoff{50}; ///< upper bound of the first sleep
+    std::chrono::milliseconds max_backoff{2000};   ///< cap of the exponentially growing bound
+};
+
+/// How client::acquire waits for a busy lock.
+enum class wait_mode {
+    /// In the server (dlock.acquire): first come, first served, woken at once on
+    /// release. The wait occupies a server connection for its whole length, so
+    /// behind a transaction-pooling PgBouncer waiters can take every pooled
+    /// connection and starve the holder's renewals and release.
+    server,
+    /// In the client: try_acquire, then sleep a jittered, growing interval (up to
+    /// client_options::poll_interval) and try again until the wait runs out.
+    /// Holds no server connection between tries, so it cannot starve the holder
+    /// behind a pooler; no FIFO order, and a handover takes up to a poll interval.
+    poll,
 };
 
 /// Settings of a client object.
@@ -40,18 +53,32 @@ struct client_options {
     /// Allowance for the client clock running faster than the server's (0.01 = 1 %).
     double drift_allowance = 0.01;
     /// Fixed amount taken off every deadline on top of the drift allowance.
-    milliseconds safety_margin{50};
+    std::chrono::milliseconds safety_margin{50};
     retry_policy retry;
+    /// Bound of every call the library makes: the statement timeout of its
+    /// transaction (SET LOCAL; for acquire with a wait, the wait plus this). A
+    /// call that runs out is refused by the server and reported as such
+    /// (release: outcome::unknown; keep-alive: retried until the deadline).
+    std::chrono::milliseconds call_timeout{5000};
+    /// Bound on noticing a dead server or a black-holed network: libpq's
+    /// tcp_user_timeout, TCP keepalives (idle a third of it, then probes every
+    /// second) and connect_timeout, unless the connection string sets them.
+    std::chrono::milliseconds network_timeout{10000};
+    /// How acquire(name, wait, ...) waits; use wait_mode::poll behind PgBouncer in
+    /// transaction pooling (README "PgBouncer").
+    dlock::wait_mode wait_mode = wait_mode::server;
+    /// Longest sleep between two tries of wait_mode::poll.
+    std::chrono::milliseconds poll_interval{500};
 };
 
 /// Why a lease was marked lost.
 enum class loss_reason {
-    refused,   ///< a renewal was refused: the lease had expired or was taken over
-    uncertain, ///< a renewal's outcome is unknown (connection dropped, commit in doubt)
-    expired,   ///< the local deadline passed without a confirmed renewal
+    refused, ///< a renewal was refused: the lease had expired or was taken over
+    expired, ///< the local deadline passed without a confirmed renewal (renewals
+             ///< whose outcome was unknown are retried until then)
 };
 
-/// "refused", "uncertain" or "expired".
+/// "refused" or "expired".
 [[nodiscard]] const char* to_string(loss_reason value) noexcept;
 
 /// What an on_lost callback is told.
@@ -63,11 +90,11 @@ struct lost_lease {
 
 /// Settings of one lease.
 struct lease_options {
-    milliseconds ttl{30000};
+    std::chrono::milliseconds ttl{30000};
     /// Renew in the background on the client's keep-alive connection and thread.
     bool keep_alive = true;
     /// Time between renewals; zero means ttl / 3.
-    milliseconds renew_every{0};
+    std::chrono::milliseconds renew_every{0};
     /// Renew only when the work called lease::report_progress() since the last
     /// renewal, so a hung job loses its lease instead of holding it forever.
     bool renew_only_on_progress = false;

@@ -26,7 +26,8 @@ struct grant {
     std::int64_t fencing_token = 0;
     std::chrono::milliseconds ttl{0};
     std::chrono::system_clock::time_point lease_until;
-    /// Local deadline, measured from when the acquire was sent.
+    /// Local deadline, measured from when the acquire was sent plus the time the
+    /// server waited before granting (see lease).
     steady_clock::time_point deadline;
 };
 
@@ -34,10 +35,10 @@ struct grant {
 /// pinned (cannot be taken over) until the transaction ends.
 [[nodiscard]] bool holds(pqxx::transaction_base& txn, std::string_view lock_name, std::int64_t fencing_token);
 
-/// Like holds, but throws not_held_error (DL002) when the lease is not live.
+/// Like holds, but throws not_held_error (PD002) when the lease is not live.
 void assert_holds(pqxx::transaction_base& txn, std::string_view lock_name, std::int64_t fencing_token);
 
-/// Records fencing_token for resource; throws stale_token_error (DL001) when a
+/// Records fencing_token for resource; throws stale_token_error (PD001) when a
 /// higher token was already accepted for it.
 void fence(pqxx::transaction_base& txn, std::string_view resource, std::int64_t fencing_token);
 

@@ -1,0 +1,113 @@
+// pooled_test.cpp -- behind PgBouncer in transaction pooling with a pool of 2
+// server connections (DLOCK_POOL2_DSN, set by tests/suites/45-pgbouncer.sh):
+// more waiters than pooled connections. Waiting in the server holds a pooled
+// connection for the whole wait, so three waiters starve the holder's release
+// (the negative control shows it); waiting in the client (wait_mode::poll)
+// does not.
+#include <dlock/dlock.hpp>
+
+#include <future>
+#include <vector>
+
+#include "dlock_testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class pooled_test : public dlock_testing::server_test {
+protected:
+    void SetUp() override {
+        server_test::SetUp();
+        const char* dsn = std::getenv("DLOCK_POOL2_DSN");
+        ASSERT_NE(dsn, nullptr) << "DLOCK_POOL2_DSN is not set: run through tests/suites/45-pgbouncer.sh";
+        m_dsn = dsn;
+    }
+    [[nodiscard]] dlock::client_options options(dlock::wait_mode mode) const {
+        dlock::client_options o;
+        o.connection_string = m_dsn;
+        o.wait_mode = mode;
+        o.poll_interval = 200ms;
+        return o;
+    }
+    static dlock::lease_options ttl(std::chrono::milliseconds value) {
+        dlock::lease_options o;
+        o.ttl = value;
+        return o;
+    }
+
+    // The holder takes the lock; three waiters start waiting (up to `wait`);
+    // after 1 s the holder releases. Returns how long the release took and
+    // its outcome; the waiters' leases are released as they come.
+    std::pair<std::chrono::steady_clock::duration, dlock::outcome>
+    release_with_three_waiters(dlock::wait_mode mode, std::chrono::milliseconds wait, int& granted) {
+        const auto name = unique_name("pooled");
+        dlock::client holder{options(dlock::wait_mode::poll)};
+        auto held = holder.try_acquire(name, ttl(10s));
+        EXPECT_TRUE(held.has_value());
+        std::vector<std::future<bool>> waiters;
+        for (int i = 0; i < 3; ++i)
+            waiters.push_back(std::async(std::launch::async, [&, i] {
+                (void)i;
+                dlock::client c{options(mode)};
+                try {
+                    auto l = c.acquire(name, wait, ttl(10s));
+                    return l.release() == dlock::outcome::done;
+                } catch (const dlock::busy_error&) {
+                    return false;
+                }
+            }));
+        std::this_thread::sleep_for(1s);
+        const auto started = std::chrono::steady_clock::now();
+        const auto released = held->release();
+        const auto took = std::chrono::steady_clock::now() - started;
+        granted = 0;
+        for (auto& w : waiters)
+            granted += w.get() ? 1 : 0;
+        return {took, released};
+    }
+
+private:
+    std::string m_dsn;
+};
+
+TEST_F(pooled_test, client_side_waits_do_not_starve_the_holder_behind_a_pool_of_two) {
+    int granted = 0;
+    const auto [took, released] = release_with_three_waiters(dlock::wait_mode::poll, 15s, granted);
+    EXPECT_EQ(released, dlock::outcome::done);
+    EXPECT_LT(took, 1s) << "the release waited "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms for a connection";
+    EXPECT_EQ(granted, 3) << "every waiter gets the lock in turn";
+}
+
+// Negative control: the same with server-side waits. Two waiters occupy both
+// pooled connections inside dlock.acquire; the release queues in PgBouncer
+// until a wait runs out (3 s).
+TEST_F(pooled_test, server_side_waits_starve_the_holder_behind_a_pool_of_two) {
+    int granted = 0;
+    const auto [took, released] = release_with_three_waiters(dlock::wait_mode::server, 3s, granted);
+    EXPECT_GT(took, 1500ms) << "the negative control did not reproduce the starvation";
+    (void)released;
+}
+
+// The keep-alive of a holder keeps its lease while client-side waiters poll.
+TEST_F(pooled_test, holder_keeps_its_lease_while_more_waiters_than_connections_poll) {
+    const auto name = unique_name("pooled-keep");
+    dlock::client holder{options(dlock::wait_mode::poll)};
+    dlock::lease_options o = ttl(1500ms);
+    auto held = holder.try_acquire(name, o);
+    ASSERT_TRUE(held.has_value());
+    std::vector<std::future<void>> waiters;
+    for (int i = 0; i < 4; ++i)
+        waiters.push_back(std::async(std::launch::async, [&] {
+            dlock::client c{options(dlock::wait_mode::poll)};
+            EXPECT_THROW((void)c.acquire(name, 3s, ttl(1500ms)), dlock::busy_error);
+        }));
+    EXPECT_FALSE(held->wait_lost(3500ms)) << "the holder lost its lease to starved renewals";
+    for (auto& w : waiters)
+        w.get();
+    EXPECT_GE(holder.metrics().renewals, 3u);
+    EXPECT_EQ(held->release(), dlock::outcome::done);
+}
+
+} // namespace
