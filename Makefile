@@ -31,7 +31,7 @@ $(OBJS): $(HEADERS)
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------
-.PHONY: deps client install-client test demo bench faults soak
+.PHONY: deps client install-client test demo bench faults soak ha
 
 BUILD_DIR ?= build
 
@@ -75,3 +75,10 @@ soak: deps
 	$(MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile soak
+
+# Failover under Patroni (full profile); writes tests/ha/results/latest.md.
+ha: deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) client
+	tests/ha/run.sh --profile full
