@@ -47,16 +47,30 @@ RETRY_TIMEOUT = 4
 
 
 def free_ports(n):
-    """n free TCP ports on 127.0.0.1, chosen by the kernel (as tests/lib/ports.sh)."""
+    """n distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral range.
+
+    Unlike tests/lib/ports.sh (the kernel's pick, inside that range), these
+    ports are restarted on: while a node is down, a client's outgoing
+    connection may be given its port number as a local port, and the node then
+    cannot bind it again. Ports below the ephemeral range are never handed out
+    that way."""
+    import random
     import socket
-    held = [socket.socket() for _ in range(n)]
-    try:
-        for s in held:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    candidates = list(range(max(1024, low - 12000), low))
+    random.shuffle(candidates)
+    found = []
+    for port in candidates:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    raise RuntimeError("no free ports below the ephemeral range")
 
 
 def server_user():
@@ -76,7 +90,7 @@ class Node:
         self.rest_port = rest_port
         self.dir = os.path.join(cluster.dir, name)
         self.proc = None
-        self.stopped = False  # SIGSTOPped by isolate()
+        self.stopped = False  # SIGSTOPped by pause_patroni()
 
     @property
     def data(self):
@@ -142,6 +156,10 @@ class Node:
             "      username: postgres",
             "  parameters:",
             f"    unix_socket_directories: {yaml_quote(self.dir)}",
+            # Outside the data directory, which pg_rewind overwrites.
+            "    logging_collector: 'on'",
+            f"    log_directory: {yaml_quote(self.dir)}",
+            "    log_filename: postgresql.log",
             "  pg_hba:",
         ] + [f"  - {h}" for h in hba] + [
             "  basebackup:",
@@ -184,13 +202,18 @@ class Node:
         os.kill(pid, signal.SIGKILL)
         return pid
 
-    def isolate(self):
-        """Stops this node's Patroni (SIGSTOP): it no longer refreshes the leader key,
-        and its PostgreSQL keeps running as it was."""
+    def kill_patroni(self):
+        """SIGKILL to this node's Patroni: it no longer refreshes the leader key, and
+        its PostgreSQL keeps running, unmanaged. start() brings Patroni back."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def pause_patroni(self):
+        """SIGSTOP to this node's Patroni (resume_patroni() continues it)."""
         os.kill(self.proc.pid, signal.SIGSTOP)
         self.stopped = True
 
-    def resume(self):
+    def resume_patroni(self):
         os.kill(self.proc.pid, signal.SIGCONT)
         self.stopped = False
 
@@ -279,10 +302,12 @@ class Cluster:
         if keep_logs_in:
             os.makedirs(keep_logs_in, exist_ok=True)
             for n in self.nodes:
-                for name in ("patroni.log", "patroni.out"):
+                for name in ("patroni.log", "patroni.out", "postgresql.log"):
                     src = os.path.join(n.dir, name)
                     if os.path.exists(src):
                         shutil.copy(src, os.path.join(keep_logs_in, f"{n.name}-{name}"))
+            if os.path.exists(os.path.join(self.dir, "etcd.log")):
+                shutil.copy(os.path.join(self.dir, "etcd.log"), keep_logs_in)
         if remove:
             shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -223,15 +223,15 @@ def check_ha_run(run_dir):
 
     windows = fault_windows(events)
     per_fault = recovery(ops, events, windows)
-    # A loss belongs to the first fault that ended at or after it.
-    ends = [end for _, _, end, _ in windows]
+    # A loss belongs to the last fault that started before it (an isolated primary
+    # goes on acknowledging until its Patroni demotes it, after the fault's end).
+    starts = [start for _, start, _, _ in windows]
     for entry in per_fault:
         entry["lost_grants"] = entry["lost_writes"] = 0
     for kind, lost in (("lost_grants", lost_grants), ("lost_writes", lost_writes)):
         for o in lost:
-            i = bisect.bisect_left(ends, o.complete)
-            if i < len(per_fault):
-                per_fault[i][kind] += 1
+            if per_fault:
+                per_fault[max(0, bisect.bisect_right(starts, o.complete) - 1)][kind] += 1
     completed = [o for o in ops if o.result is not None]
     acquired = sum(1 for o in completed if o.op == "acquire" and o.result == "ok")
     writes_ok = sum(1 for o in completed if o.op == "write" and o.result == "ok")
