@@ -227,9 +227,13 @@ class Node:
         return r.stdout.strip()
 
     def stop(self):
-        """Throwaway: Patroni killed, then an immediate shutdown of its PostgreSQL."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+        """Throwaway: Patroni killed with what it runs (pg_basebackup, pg_rewind: its
+        process group), then an immediate shutdown of its PostgreSQL."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.proc.wait()
         if self.postmaster_pid() is not None:
             subprocess.run([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate", "-w",

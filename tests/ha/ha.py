@@ -11,16 +11,25 @@ tests/ha/ha_checker.py. The faults, in each round:
   kill      SIGKILL to the primary's postmaster; Patroni (primary_start_timeout
             0) fails over to a replica and the old primary rejoins as a replica
   isolate   SIGKILL to the primary's Patroni: the leader key expires after its
-            ttl, a replica is promoted, and the old primary keeps running
-            unmanaged (a split brain: clients connected to it stay there)
-            until its Patroni is started again and demotes it
+            ttl and a replica is promoted, while the old primary keeps running
+            unmanaged (a split brain: clients connected to it stay there).
+            3 s after the new primary is writable the old postmaster gets
+            SIGKILL (what a watchdog would have done, late) and Patroni starts
+            again, rewinds it and rejoins it as a replica.
 
-Not run by default (--faults): isolate-stop, the same with SIGSTOP and SIGCONT
-instead of a restart. Debian 12's Patroni 3.0.2 then overwrites the new
-leader's key when it continues (its etcd3 update_leader puts the key without
-checking who holds it; fixed in Patroni 3.0.3, patroni/patroni#2689), so the
-old primary takes the cluster back and the new primary's acknowledged commits
-are rewound away -- even in synchronous_mode.
+Not run by default (--faults), because Debian 12's Patroni 3.0.2 loses
+acknowledged commits in them even in synchronous_mode:
+  isolate-restart  as isolate, but Patroni is started again with the old
+            primary still running. It first rewrites postgresql.conf without
+            synchronous_standby_names and reloads, which releases the commits
+            waiting for the promoted standby (they are acknowledged), and only
+            then shuts the server down and rewinds it.
+  isolate-stop  SIGSTOP / SIGCONT instead of kill and restart. When it
+            continues, Patroni 3.0.2 overwrites the new leader's key (its etcd3
+            update_leader puts the key without checking who holds it; fixed in
+            Patroni 3.0.3, patroni/patroni#2689), so the old primary takes the
+            cluster back and the new primary is rewound: what it committed
+            meanwhile is gone.
 
 Runs: sync (synchronous_mode), async, and N1, a negative control: async with
 the timeline left out of tokens (dlock.test_ignore_timeline), which the
@@ -46,6 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "faults"))
 import cluster as patroni_cluster  # noqa: E402
+from cluster import Node  # noqa: E402
 import ha_checker  # noqa: E402
 from harness import FENCING_TRIGGERS, FINAL_STATE, LOCKS, SCHEMA, compress_histories, machine_name  # noqa: E402
 
@@ -147,29 +157,33 @@ class Run:
         self.wait_new_primary(old)
         self.wait_rejoined()
 
-    def fault_isolate(self, rnd):
+    def isolate(self, rnd, fault, stop, bring_back):
+        """The primary's Patroni stops (stop(node)); once a replica is writable and
+        3 s more of split brain have passed, bring_back(node)."""
         old = self.cluster.leader()
-        self.event("fault_start", fault="isolate", round=rnd, node=old.name, lock=None)
-        old.kill_patroni()
+        self.event("fault_start", fault=fault, round=rnd, node=old.name, lock=None)
+        stop(old)
         try:
             self.wait_new_primary(old)
             time.sleep(SPLIT_BRAIN_EXTRA)
         finally:
-            old.start()
-        self.event("fault_end", fault="isolate", round=rnd, node=old.name, lock=None)
+            bring_back(old)
+        self.event("fault_end", fault=fault, round=rnd, node=old.name, lock=None)
         self.wait_rejoined()
 
+    def fault_isolate(self, rnd):
+        # What a watchdog would do, late: the orphaned primary dies before its
+        # Patroni comes back (which then rewinds it and rejoins it as a replica).
+        def bring_back(node):
+            node.kill_postmaster()
+            node.start()
+        self.isolate(rnd, "isolate", Node.kill_patroni, bring_back)
+
+    def fault_isolate_restart(self, rnd):
+        self.isolate(rnd, "isolate-restart", Node.kill_patroni, Node.start)
+
     def fault_isolate_stop(self, rnd):
-        old = self.cluster.leader()
-        self.event("fault_start", fault="isolate-stop", round=rnd, node=old.name, lock=None)
-        old.pause_patroni()
-        try:
-            self.wait_new_primary(old)
-            time.sleep(SPLIT_BRAIN_EXTRA)
-        finally:
-            old.resume_patroni()
-        self.event("fault_end", fault="isolate-stop", round=rnd, node=old.name, lock=None)
-        self.wait_rejoined()
+        self.isolate(rnd, "isolate-stop", Node.pause_patroni, Node.resume_patroni)
 
     def run(self):
         self.setup()
@@ -277,8 +291,9 @@ def table(results, profile):
         "multi-host connection string with target_session_attrs=read-write).",
         "",
         "kill = SIGKILL to the primary's postmaster; isolate = SIGKILL to the primary's Patroni, its",
-        "PostgreSQL left running until a replica is writable plus 3 s (split brain), then Patroni",
-        "started again; isolate-stop = the same with SIGSTOP / SIGCONT.",
+        "PostgreSQL left running until a replica is writable plus 3 s (split brain), then SIGKILL to",
+        "the old postmaster and Patroni started again (see tests/ha/ha.py for isolate-restart and",
+        "isolate-stop, which Patroni 3.0.2 fails).",
         "New primary = fault to Patroni's new primary answering /primary; first new grant = fault to",
         "the first grant with a token of a new generation (the new timeline). Lost grants =",
         "acknowledged grants missing from the surviving history (final dlock.audit_log). Beliefs",
@@ -345,7 +360,7 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated run names (substrings)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--faults", default="", help="comma-separated faults per round instead of each run's "
-                                                 "(kill, isolate, isolate-stop)")
+                                                 "(kill, isolate, isolate-restart, isolate-stop)")
     ap.add_argument("--keep", action="store_true", help="keep the clusters' directories")
     ap.add_argument("--results", default=os.path.join(HERE, "results"),
                     help="where latest.md / latest.json go")
