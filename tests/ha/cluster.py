@@ -20,8 +20,10 @@ Used as a module by tests/ha/ha.py; from the shell:
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,8 +31,6 @@ import time
 import urllib.error
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
     d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
@@ -54,8 +54,6 @@ def free_ports(n):
     connection may be given its port number as a local port, and the node then
     cannot bind it again. Ports below the ephemeral range are never handed out
     that way."""
-    import random
-    import socket
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
         low = int(f.read().split()[0])
     candidates = list(range(max(1024, low - 12000), low))
