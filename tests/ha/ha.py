@@ -29,7 +29,10 @@ acknowledged commits in them even in synchronous_mode:
             update_leader puts the key without checking who holds it; fixed in
             Patroni 3.0.3, patroni/patroni#2689), so the old primary takes the
             cluster back and the new primary is rewound: what it committed
-            meanwhile is gone.
+            meanwhile is gone, and its timeline ID is free again. The next
+            promotion took that ID again in a run, bringing back the token
+            generation of the lost grants; a name that only the rewound
+            primary granted would then see its lost tokens issued again.
 
 Runs: sync (synchronous_mode), async, and N1, a negative control: async with
 the timeline left out of tokens (dlock.test_ignore_timeline), which the
