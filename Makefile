@@ -37,7 +37,7 @@ $(OBJS): $(DLOCK_HEADERS)
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------
-.PHONY: deps client client-sanitize install-client test demo bench faults soak
+.PHONY: deps client client-sanitize install-client test demo bench faults soak ha
 
 BUILD_DIR ?= build
 
@@ -96,3 +96,10 @@ soak: deps
 	$(MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile soak
+
+# Failover under Patroni (full profile); writes tests/ha/results/latest.md.
+ha: deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) client
+	tests/ha/run.sh --profile full

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that build, test and benchmark pg_dlock.
 # Only packages that are missing are installed, so a second run is quick.
-# Usage: scripts/install-deps.sh [core|client|bench|all]   (default: all)
+# Usage: scripts/install-deps.sh [core|client|bench|ha|all]   (default: all)
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)
 faults=(libfaketime pgbouncer iproute2)
+# Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
+# clients patroni depends on (one of several); naming it keeps apt's choice fixed.
+ha=(patroni etcd-server python3-etcd)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
 
 case "${1:-all}" in
 core) wanted=("${core[@]}") ;;
 client) wanted=("${core[@]}" "${client[@]}") ;;
 bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}") ;;
-*) echo "usage: $0 [core|client|bench|all]" >&2; exit 2 ;;
+ha) wanted=("${core[@]}" "${client[@]}" "${ha[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}") ;;
+*) echo "usage: $0 [core|client|bench|ha|all]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -31,7 +35,11 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # policy-rc.d keeps Debian from starting system services (redis, pgbouncer, the
-# main PostgreSQL cluster) while installing: the scripts start throwaway ones.
+# main PostgreSQL cluster, etcd) while installing: the scripts start throwaway
+# ones. etcd-server's postinst starts etcd through invoke-rc.d and
+# deb-systemd-invoke, which both ask policy-rc.d (it still enables the unit for
+# the next boot; the tests use free ports, not etcd's 2379); patroni's postinst
+# does the same, and its unit needs /etc/patroni/config.yml, which nothing writes.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [ ! -e "$policy" ]; then
