@@ -195,6 +195,7 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				if (dlock_audit_level == DLOCK_AUDIT_ALL)
 					dlock_audit(taken_over ? "takeover" : "acquire", args->lock_name,
 								token, false, args->holder, NULL);
+				dlock_event(taken_over ? "takeover" : "acquire", args->lock_name, DatumGetInt64(token), args->holder, DatumGetTimestampTz(SPI_getbinval(row, rowdesc, 4, &isnull)));
 			}
 			return;
 		}
@@ -428,6 +429,7 @@ dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 
 	dlock_wake_waiters(lock_name);
 	dlock_count(counter, 1);
+	dlock_event(event, lock_name, DatumGetInt64(token), holder_isnull ? NULL : DatumGetTextPP(holder), GetCurrentTimestamp());
 	if (dlock_audit_level >= (int) audit_from)
 		dlock_audit(event, lock_name, token, token_isnull,
 					holder_isnull ? NULL : DatumGetTextPP(holder), reason);

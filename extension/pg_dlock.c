@@ -117,6 +117,8 @@ _PG_init(void)
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
+	dlock_events_init();
+	dlock_expiry_worker_init();
 	MarkGUCPrefixReserved("dlock");
 
 	dlock_durability_init();
