@@ -380,9 +380,23 @@ launch_run(Oid database, bool maintenance)
 				 errhint("Raise max_worker_processes.")));
 		return;
 	}
-	if (WaitForBackgroundWorkerStartup(handle, &pid) == BGWH_POSTMASTER_DIED ||
-		WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
-		proc_exit(1);
+
+	/*
+	 * Not WaitForBackgroundWorkerStartup/Shutdown: they ignore our shutdown
+	 * request, and a run never started once the postmaster is shutting down
+	 * would keep the launcher -- and the shutdown -- waiting.
+	 */
+	while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+	{
+		if (ShutdownRequestPending)
+		{
+			TerminateBackgroundWorker(handle);
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
