@@ -9,7 +9,7 @@ bin=${DLOCK_CLIENT_BUILD:-$root/build/client}/tests
 passed=0
 failed=0
 
-for suite in client transaction keep_alive outcome; do
+for suite in client transaction keep_alive outcome election; do
 	exe=$bin/${suite}_test
 	if [ ! -x "$exe" ]; then
 		echo "missing $exe (run make client)"

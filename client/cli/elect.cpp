@@ -1,0 +1,109 @@
+// elect.cpp -- `dlock elect NAME -- COMMAND`: run COMMAND while leader.
+//
+// Each round campaigns for the lock NAME (waiting in the server), then runs
+// COMMAND under the lease exactly as `dlock run` does: kept alive, and on loss
+// of the lease COMMAND's process group gets SIGTERM, then SIGKILL after
+// --kill-after. After a loss dlock campaigns again. When COMMAND exits by
+// itself, --restart decides: "lost" (the default) ends dlock with COMMAND's
+// status; "always" campaigns again, unless COMMAND died of SIGINT or SIGTERM
+// (which dlock forwards when it is asked to stop).
+#include <signal.h>
+
+#include <iostream>
+
+#include "cli.hpp"
+#include "election_commands.hpp"
+
+namespace dlock_cli {
+
+namespace {
+
+constexpr std::chrono::milliseconds campaign_slice{std::chrono::hours{1}};
+
+int elect(const std::string& dsn, run_args args, bool restart_always) {
+    dlock::client_options options;
+    options.connection_string = dsn;
+    dlock::client client{options};
+    args.wait = campaign_slice;
+    args.conflict_exit_code = exit_code::busy;
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+        sigaddset(&handled, sig);
+    for (;;) {
+        // While campaigning, SIGINT and SIGTERM end dlock (run blocks them
+        // once it holds the lease, to forward them to COMMAND).
+        pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);
+        const int status = run_under_lease(client, args);
+        if (status == exit_code::busy) continue; // the campaign slice ran out
+        if (status == exit_code::lost) {
+            std::cerr << "dlock: leadership of " << args.name << " lost; campaigning again\n";
+            continue;
+        }
+        const bool stopped = status == 128 + SIGINT || status == 128 + SIGTERM;
+        const bool could_not_run = status == exit_code::not_found || status == exit_code::cannot_run ||
+                                   status == exit_code::failed;
+        if (restart_always && !stopped && !could_not_run) {
+            std::cerr << "dlock: " << args.command[0] << " exited with status " << status
+                      << "; resigned, campaigning again\n";
+            continue;
+        }
+        return status;
+    }
+}
+
+} // namespace
+
+election_commands::election_commands(CLI::App& app) {
+    m_watch = app.add_subcommand("watch", "Print lock events of NAME... as they happen");
+    m_watch->add_option("NAME", m_watch_names, "lock names")->required();
+    m_watch->add_flag("--json", m_watch_json, "print each event's JSON payload");
+    m_watch->add_option("--count", m_watch_count, "exit after this many events (default: run until killed)")
+        ->check(CLI::NonNegativeNumber);
+    m_watch->footer(R"TXT(One line per grant, takeover, release, force release and expiry of NAME:
+  EVENT NAME token=TOKEN holder=HOLDER lease_until=TIME
+The server sends events only with dlock.events = on (README "Lock events and
+leader election"); expiries need the expiry worker.
+
+Examples:
+  dlock watch scheduler
+  dlock watch --json settlement:eu settlement:us)TXT");
+
+    m_elect = app.add_subcommand("elect", "Run COMMAND while leader of the election NAME; campaign again on loss");
+    m_elect->add_option("NAME", m_elect_name, "election (lock) name")->required();
+    m_elect->add_option("--ttl", m_elect_ttl, "leader lease time-to-live, renewed every ttl/3")->capture_default_str();
+    m_elect->add_option("--holder", m_elect_holder, "text observers see as the leader (default hostname:pid)");
+    m_elect->add_option("--kill-after", m_elect_kill_after, "after a lost lease, SIGKILL this long after SIGTERM")
+        ->capture_default_str();
+    m_elect->add_option("--restart", m_elect_restart,
+                        "lost: campaign again only after losing leadership, exit when COMMAND exits; "
+                        "always: also campaign again when COMMAND exits")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"lost", "always"}));
+    m_elect->footer(R"TXT(Usage: dlock elect [OPTIONS] NAME -- COMMAND [ARG...]
+
+Waits to become leader, then runs COMMAND as `dlock run` does (same
+environment, signals and exit statuses). On loss of leadership COMMAND is
+terminated and dlock campaigns again.
+
+Example (one scheduler active, the others standing by):
+  dlock elect --ttl 10s --holder "$(hostname)" scheduler -- ./scheduler)TXT");
+}
+
+bool election_commands::takes_command() const { return m_elect->parsed(); }
+
+std::optional<int> election_commands::run(const std::string& dsn, const std::vector<std::string>& command) {
+    if (m_watch->parsed()) return watch_events(dsn, m_watch_names, m_watch_json, m_watch_count);
+    if (!m_elect->parsed()) return std::nullopt;
+    if (command.empty()) throw usage_error{"elect: missing COMMAND after \"--\""};
+    check_lock_name(m_elect_name);
+    run_args args;
+    args.name = m_elect_name;
+    args.ttl = parse_duration(m_elect_ttl, "--ttl");
+    args.holder = m_elect_holder;
+    args.kill_after = parse_duration(m_elect_kill_after, "--kill-after");
+    args.command = command;
+    return elect(dsn, args, m_elect_restart == "always");
+}
+
+} // namespace dlock_cli
