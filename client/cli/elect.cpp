@@ -1,7 +1,9 @@
 // elect.cpp -- `dlock elect NAME -- COMMAND`: run COMMAND while leader.
 //
-// Each round campaigns for the lock NAME (waiting in the server), then runs
-// COMMAND under the lease exactly as `dlock run` does: kept alive, and on loss
+// Each round waits, quietly, until an observer (dlock::observer: events, and a
+// re-read when the leader's lease_until passes) sees no leader, then runs
+// COMMAND under a lease exactly as `dlock run --wait` does, waiting at most
+// dlock::campaign_slice(ttl) in the server: kept alive, and on loss
 // of the lease COMMAND's process group gets SIGTERM, then SIGKILL after
 // --kill-after. After a loss dlock campaigns again. When COMMAND exits by
 // itself, --restart decides: "lost" (the default) ends dlock with COMMAND's
@@ -10,6 +12,7 @@
 #include <signal.h>
 
 #include <iostream>
+#include <thread>
 
 #include "cli.hpp"
 #include "election_commands.hpp"
@@ -18,13 +21,18 @@ namespace dlock_cli {
 
 namespace {
 
-constexpr std::chrono::milliseconds campaign_slice{std::chrono::hours{1}};
+// Blocks until the observer reports no leader.
+void wait_for_vacancy(const dlock::observer& observer) {
+    while (observer.current().has_value() || !observer.wait_ready(std::chrono::milliseconds{0}))
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+}
 
-int elect(const std::string& dsn, run_args args, bool restart_always) {
+int elect(const std::string& dsn, run_args args, bool restart_always, std::chrono::milliseconds restart_delay) {
     dlock::client_options options;
     options.connection_string = dsn;
     dlock::client client{options};
-    args.wait = campaign_slice;
+    const dlock::observer observer{dsn, args.name, nullptr};
+    args.wait = dlock::campaign_slice(args.ttl);
     args.conflict_exit_code = exit_code::busy;
     sigset_t handled;
     sigemptyset(&handled);
@@ -34,6 +42,7 @@ int elect(const std::string& dsn, run_args args, bool restart_always) {
         // While campaigning, SIGINT and SIGTERM end dlock (run blocks them
         // once it holds the lease, to forward them to COMMAND).
         pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);
+        wait_for_vacancy(observer);
         const int status = run_under_lease(client, args);
         if (status == exit_code::busy) continue; // the campaign slice ran out
         if (status == exit_code::lost) {
@@ -45,7 +54,8 @@ int elect(const std::string& dsn, run_args args, bool restart_always) {
                                    status == exit_code::failed;
         if (restart_always && !stopped && !could_not_run) {
             std::cerr << "dlock: " << args.command[0] << " exited with status " << status
-                      << "; resigned, campaigning again\n";
+                      << "; resigned, campaigning again in " << format_duration(restart_delay) << "\n";
+            std::this_thread::sleep_for(restart_delay);
             continue;
         }
         return status;
@@ -80,11 +90,15 @@ Examples:
                         "always: also campaign again when COMMAND exits")
         ->capture_default_str()
         ->check(CLI::IsMember({"lost", "always"}));
+    m_elect->add_option("--restart-delay", m_elect_restart_delay, "with --restart always: pause before campaigning again")
+        ->capture_default_str();
     m_elect->footer(R"TXT(Usage: dlock elect [OPTIONS] NAME -- COMMAND [ARG...]
 
 Waits to become leader, then runs COMMAND as `dlock run` does (same
 environment, signals and exit statuses). On loss of leadership COMMAND is
-terminated and dlock campaigns again.
+terminated and dlock campaigns again. A standby follows the leader through
+lock events (dlock.events = on) and re-reads it when its lease_until passes,
+so it takes over within the ttl even without events.
 
 Example (one scheduler active, the others standing by):
   dlock elect --ttl 10s --holder "$(hostname)" scheduler -- ./scheduler)TXT");
@@ -103,7 +117,7 @@ std::optional<int> election_commands::run(const std::string& dsn, const std::vec
     args.holder = m_elect_holder;
     args.kill_after = parse_duration(m_elect_kill_after, "--kill-after");
     args.command = command;
-    return elect(dsn, args, m_elect_restart == "always");
+    return elect(dsn, args, m_elect_restart == "always", parse_duration(m_elect_restart_delay, "--restart-delay"));
 }
 
 } // namespace dlock_cli

@@ -32,6 +32,7 @@ private:
     std::string m_elect_holder;
     std::string m_elect_kill_after = "10s";
     std::string m_elect_restart = "lost";
+    std::string m_elect_restart_delay = "1s";
 };
 
 /// dlock watch: prints events of the named locks until killed (or count events).

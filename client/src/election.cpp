@@ -1,8 +1,9 @@
 // election.cpp -- leader election (campaign) and following the leader (observe).
 //
-// A campaign is dlock.acquire on the election's lock name in slices of at most
-// one ttl, so that the wait in the server stays bounded; the lease it wins is
-// kept alive by the client's keep-alive like any other. An observer has one
+// A campaign is dlock.acquire on the election's lock name in slices of a third
+// of the ttl: the client dates a lease from when its request was sent, so a
+// grant at the end of a longer wait would arrive with little or no time left.
+// The lease it wins is kept alive by the client's keep-alive like any other. An observer has one
 // connection of its own that LISTENs on dlock_events, and one thread that
 // waits for notifications in 200 ms steps (so that it can stop) and re-reads
 // dlock.leader whenever something may have changed.
@@ -55,6 +56,13 @@ std::string payload_needle(const std::string& name) {
 }
 
 constexpr milliseconds wait_step{200};
+
+} // namespace
+
+milliseconds campaign_slice(milliseconds ttl) { return std::max(ttl / 3, milliseconds{100}); }
+
+namespace {
+
 constexpr milliseconds idle_recheck{30000};
 constexpr milliseconds max_backoff{2000};
 
@@ -78,7 +86,7 @@ bool election::campaign(milliseconds timeout) {
     for (;;) {
         const auto left = std::max(milliseconds{0}, duration_cast<milliseconds>(deadline - steady_clock::now()));
         try {
-            m_lease.emplace(m_client.acquire(m_name, std::min(left, m_options.ttl), options));
+            m_lease.emplace(m_client.acquire(m_name, std::min(left, campaign_slice(m_options.ttl)), options));
             break;
         } catch (const busy_error&) {
             if (steady_clock::now() >= deadline) return false;

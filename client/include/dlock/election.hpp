@@ -33,6 +33,11 @@ struct election_options {
     std::function<void(const lost_lease&)> on_lost;
 };
 
+/// Longest wait of one acquire while campaigning with this ttl (a third of it):
+/// a lease is dated from when its request was sent, so a longer wait would
+/// leave too little of the ttl after the grant.
+[[nodiscard]] milliseconds campaign_slice(milliseconds ttl);
+
 /// One candidate in the election named `name` (a lock name): the leader is the
 /// holder of the lock's live lease, kept alive by the client's keep-alive.
 ///
