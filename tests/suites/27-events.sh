@@ -134,6 +134,30 @@ delay=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) - float(sys.a
 check "a waiter gets the expired lease within 1 s after lease_until (took ${delay}s)" \
 	python3 -c 'import sys; sys.exit(not 0 <= float(sys.argv[1]) <= 1.0)' "$delay"
 
+# --- scheduled maintenance: dlock.reap and dlock.purge_audit_log
+sql "SELECT dlock.try_acquire('events:idle', '10 milliseconds')" >/dev/null
+sql "SELECT dlock.try_acquire('events:live', '1 minute')" >/dev/null
+sql "SELECT dlock.force_release('events:force-audited', 'x') FROM dlock.try_acquire('events:force-audited', '1 minute')" >/dev/null
+sleep 1.2
+check "before maintenance runs, the idle row and the audit record are there" \
+	test "$(sql "SELECT (SELECT count(*) FROM dlock.locks WHERE lock_name = 'events:idle') + (SELECT count(*) FROM dlock.audit_log WHERE lock_name = 'events:force-audited')")" = 2
+sql "ALTER SYSTEM SET dlock.maintenance_interval = '1s'"
+sql "ALTER SYSTEM SET dlock.reap_idle_for = '1s'"
+sql "ALTER SYSTEM SET dlock.audit_retention = '1s'"
+sql "SELECT pg_reload_conf()" >/dev/null
+maintained=1
+for _ in $(seq 1 40); do
+	[ "$(sql "SELECT (SELECT count(*) FROM dlock.locks WHERE lock_name = 'events:idle') + (SELECT count(*) FROM dlock.audit_log WHERE lock_name = 'events:force-audited')")" = 0 ] && { maintained=0; break; }
+	sleep 0.1
+done
+check "with dlock.maintenance_interval set the worker reaps idle rows and purges old audit records" test $maintained -eq 0
+check "maintenance leaves live leases alone" \
+	test "$(sql "SELECT state FROM dlock.locks WHERE lock_name = 'events:live'")" = held
+sql "ALTER SYSTEM RESET dlock.maintenance_interval"
+sql "ALTER SYSTEM RESET dlock.reap_idle_for"
+sql "ALTER SYSTEM RESET dlock.audit_retention"
+sql "SELECT pg_reload_conf()" >/dev/null
+
 # --- the worker survives its database and the extension being dropped
 psql -X -q -d postgres -c "CREATE DATABASE dlock_events_scratch" &&
 	psql -X -q -d dlock_events_scratch -c "CREATE EXTENSION pg_dlock" \
