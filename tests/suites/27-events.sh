@@ -72,6 +72,8 @@ check "nothing arrived before the commit" \
 # --- release, takeover and force release, in commit order with their tokens
 out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
 LISTEN dlock_events;
+SELECT dlock.renew('events:payload', '$owner', '1 minute') IS NOT NULL;
+SELECT fencing_token FROM dlock.try_acquire('events:payload', '1 minute', '$owner', 'worker "a"');
 SELECT dlock.release('events:payload', '$owner');
 SELECT fencing_token FROM dlock.try_acquire('events:payload', '100 milliseconds', holder => 'short');
 SELECT pg_sleep(0.2);
@@ -83,10 +85,20 @@ SQL
 seq=$(payloads "$out" | grep '"lock_name":"events:payload"' | python3 -c '
 import json, sys
 print(" ".join("%s:%d" % (e["event"], e["fencing_token"] - '"$token"') for e in map(json.loads, sys.stdin) if e["event"] != "expire"))')
-check "release, acquire, takeover, force release, each with its token (got: $seq)" \
+check "renew and a retried acquire send nothing; release, acquire, takeover, force release, each with its token (got: $seq)" \
 	test "$seq" = "release:0 acquire:1 takeover:2 force_release:2"
 check "a refused release sends nothing" \
 	test "$(payloads "$out" | grep -c '"event":"release"')" -eq 1
+
+# --- a long holder description is cut to 1024 bytes, on a character boundary
+out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
+LISTEN dlock_events;
+SELECT fencing_token FROM dlock.try_acquire('events:long-holder', '1 minute', holder => repeat('é', 600));
+SQL
+)
+event=$(payloads "$out" | head -n 1)
+check "a holder of 1200 bytes is sent as its first 1024 bytes (512 characters)" \
+	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["holder"]; sys.exit(h != "é" * 512)' "$event"
 
 # --- dlock.events off: nothing
 out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
