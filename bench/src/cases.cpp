@@ -858,6 +858,7 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out) {
     if (id == "3c") return case_churn(cfg, out);
     if (id == "4") return case_keepalive(cfg, out);
     if (id == "5") return case_transactions(cfg, out);
+    if (id == "6") return case_events(cfg, out);
     throw std::invalid_argument("unknown case \"" + id + "\"");
 }
 
