@@ -119,8 +119,8 @@ TEST_F(election_test, leader_killed_with_sigkill_is_replaced_within_ttl_and_obse
     ASSERT_TRUE(b.campaign(ttl + 5s));
     const auto took = std::chrono::steady_clock::now() - killed;
     EXPECT_TRUE(elected);
-    EXPECT_LE(took, ttl + 1000ms) << "took "
-                                  << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    EXPECT_LE(took, ttl + 1000ms) << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                  << " ms";
     const std::int64_t second_token = b.leadership()->fencing_token();
     EXPECT_GT(second_token, first_token);
 

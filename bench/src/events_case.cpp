@@ -63,7 +63,7 @@ int delivery(const bench_config& cfg, sink& out, const std::string& id) {
     constexpr int listeners = 8;
     const std::string lock = "events-delivery";
     std::mutex mutex;
-    std::map<std::int64_t, std::int64_t> replied; // token -> reply time
+    std::map<std::int64_t, std::int64_t> replied;                // token -> reply time
     std::vector<std::pair<std::int64_t, std::int64_t>> arrivals; // token, arrival time
     std::atomic<bool> stop{false};
     std::atomic<int> ready{0};
@@ -89,7 +89,8 @@ int delivery(const bench_config& cfg, sink& out, const std::string& id) {
                 PQconsumeInput(conn);
                 while (PGnotify* n = PQnotifies(conn)) {
                     const std::string payload = n->extra;
-                    if (payload.find("\"event\":\"acquire\"") != std::string::npos) mine.emplace_back(token_in(payload), at);
+                    if (payload.find("\"event\":\"acquire\"") != std::string::npos)
+                        mine.emplace_back(token_in(payload), at);
                     PQfreemem(n);
                 }
             }
@@ -179,9 +180,8 @@ int failover(const bench_config& cfg, sink& out, const std::string& id) {
         PGconn* follower = PQconnectdb(cfg.base.conninfo.c_str());
         const std::string ttl = std::to_string(ttl_ms) + " milliseconds";
         const char* params[2] = {lock.c_str(), ttl.c_str()};
-        PQsendQueryParams(follower,
-                          "SELECT fencing_token FROM dlock.acquire($1, $2::interval, '30 seconds')", 2, nullptr,
-                          params, nullptr, nullptr, 0);
+        PQsendQueryParams(follower, "SELECT fencing_token FROM dlock.acquire($1, $2::interval, '30 seconds')", 2,
+                          nullptr, params, nullptr, nullptr, 0);
         std::this_thread::sleep_for(std::chrono::milliseconds{ttl_ms / 2 + 100});
         kill(child, SIGKILL);
         const std::int64_t killed = now_ns();

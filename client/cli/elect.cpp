@@ -50,8 +50,8 @@ int elect(const std::string& dsn, run_args args, bool restart_always, std::chron
             continue;
         }
         const bool stopped = status == 128 + SIGINT || status == 128 + SIGTERM;
-        const bool could_not_run = status == exit_code::not_found || status == exit_code::cannot_run ||
-                                   status == exit_code::failed;
+        const bool could_not_run =
+            status == exit_code::not_found || status == exit_code::cannot_run || status == exit_code::failed;
         if (restart_always && !stopped && !could_not_run) {
             std::cerr << "dlock: " << args.command[0] << " exited with status " << status
                       << "; resigned, campaigning again in " << format_duration(restart_delay) << "\n";
@@ -85,12 +85,14 @@ Examples:
     m_elect->add_option("--holder", m_elect_holder, "text observers see as the leader (default hostname:pid)");
     m_elect->add_option("--kill-after", m_elect_kill_after, "after a lost lease, SIGKILL this long after SIGTERM")
         ->capture_default_str();
-    m_elect->add_option("--restart", m_elect_restart,
-                        "lost: campaign again only after losing leadership, exit when COMMAND exits; "
-                        "always: also campaign again when COMMAND exits")
+    m_elect
+        ->add_option("--restart", m_elect_restart,
+                     "lost: campaign again only after losing leadership, exit when COMMAND exits; "
+                     "always: also campaign again when COMMAND exits")
         ->capture_default_str()
         ->check(CLI::IsMember({"lost", "always"}));
-    m_elect->add_option("--restart-delay", m_elect_restart_delay, "with --restart always: pause before campaigning again")
+    m_elect
+        ->add_option("--restart-delay", m_elect_restart_delay, "with --restart always: pause before campaigning again")
         ->capture_default_str();
     m_elect->footer(R"TXT(Usage: dlock elect [OPTIONS] NAME -- COMMAND [ARG...]
 
@@ -104,7 +106,9 @@ Example (one scheduler active, the others standing by):
   dlock elect --ttl 10s --holder "$(hostname)" scheduler -- ./scheduler)TXT");
 }
 
-bool election_commands::takes_command() const { return m_elect->parsed(); }
+bool election_commands::takes_command() const {
+    return m_elect->parsed();
+}
 
 std::optional<int> election_commands::run(const std::string& dsn, const std::vector<std::string>& command) {
     if (m_watch->parsed()) return watch_events(dsn, m_watch_names, m_watch_json, m_watch_count);

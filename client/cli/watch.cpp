@@ -23,8 +23,8 @@ std::map<std::string, std::string> parse_payload(const std::string& text) {
     std::map<std::string, std::string> out;
     std::size_t i = 0;
     auto skip = [&] {
-        while (i < text.size() && (text[i] == ' ' || text[i] == ',' || text[i] == '{' || text[i] == '}' ||
-                                   text[i] == ':'))
+        while (i < text.size() &&
+               (text[i] == ' ' || text[i] == ',' || text[i] == '{' || text[i] == '}' || text[i] == ':'))
             ++i;
     };
     auto string_at = [&] {
@@ -115,7 +115,8 @@ int watch_events(const std::string& dsn, const std::vector<std::string>& names, 
             if (connected_once) std::cerr << "dlock: reconnected; events committed meanwhile were missed\n";
             connected_once = true;
             backoff = std::chrono::milliseconds{100};
-            while (remaining != 0)
+            // printer counts remaining down from inside await_notification
+            while (remaining != 0) // NOLINT(bugprone-infinite-loop)
                 conn.await_notification(1, 0);
         } catch (const pqxx::broken_connection& e) {
             if (!connected_once) throw dlock::connection_error{std::string{"could not connect: "} + e.what(), {}};

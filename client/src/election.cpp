@@ -10,9 +10,9 @@
 #include "dlock/election.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -59,7 +59,9 @@ constexpr milliseconds wait_step{200};
 
 } // namespace
 
-milliseconds campaign_slice(milliseconds ttl) { return std::max(ttl / 3, milliseconds{100}); }
+milliseconds campaign_slice(milliseconds ttl) {
+    return std::max(ttl / 3, milliseconds{100});
+}
 
 namespace {
 
@@ -73,7 +75,9 @@ constexpr milliseconds max_backoff{2000};
 election::election(client& candidate, std::string name, election_options options)
     : m_client{candidate}, m_name{std::move(name)}, m_options{std::move(options)} {}
 
-election::~election() noexcept { (void)resign(); }
+election::~election() noexcept {
+    (void)resign();
+}
 
 bool election::campaign(milliseconds timeout) {
     if (is_leader()) return true;
@@ -103,9 +107,13 @@ outcome election::resign() noexcept {
     return result;
 }
 
-bool election::is_leader() const noexcept { return m_lease && m_lease->valid(); }
+bool election::is_leader() const noexcept {
+    return m_lease && m_lease->valid();
+}
 
-const lease* election::leadership() const noexcept { return is_leader() ? &*m_lease : nullptr; }
+const lease* election::leadership() const noexcept {
+    return is_leader() ? &*m_lease : nullptr;
+}
 
 // --- observer ---------------------------------------------------------------
 
@@ -127,11 +135,10 @@ struct observer::state {
     // Reads the leader; reports a change; returns when to read again.
     steady_clock::time_point read(pqxx::connection& conn) {
         pqxx::nontransaction tx{conn};
-        const pqxx::result r =
-            tx.exec_params("SELECT holder, fencing_token, pg_catalog.date_part('epoch', since),"
-                           " pg_catalog.date_part('epoch', lease_until)"
-                           " FROM dlock.leader($1) WHERE fencing_token IS NOT NULL",
-                           name);
+        const pqxx::result r = tx.exec_params("SELECT holder, fencing_token, pg_catalog.date_part('epoch', since),"
+                                              " pg_catalog.date_part('epoch', lease_until)"
+                                              " FROM dlock.leader($1) WHERE fencing_token IS NOT NULL",
+                                              name);
         std::optional<leader_info> now_leader;
         if (!r.empty()) {
             leader_info l;
@@ -156,10 +163,9 @@ struct observer::state {
         // Without an event, the leader changes at the latest when its lease runs out.
         milliseconds until = idle_recheck;
         if (now_leader)
-            until = std::clamp(
-                duration_cast<milliseconds>(now_leader->lease_until - std::chrono::system_clock::now()) +
-                    milliseconds{50},
-                milliseconds{50}, idle_recheck);
+            until = std::clamp(duration_cast<milliseconds>(now_leader->lease_until - std::chrono::system_clock::now()) +
+                                   milliseconds{50},
+                               milliseconds{50}, idle_recheck);
         return steady_clock::now() + until;
     }
 

@@ -47,6 +47,8 @@ public:
     election(client& candidate, std::string name, election_options options = {});
     election(const election&) = delete;
     election& operator=(const election&) = delete;
+    election(election&&) = delete;
+    election& operator=(election&&) = delete;
     /// Resigns if leader.
     ~election() noexcept;
 
@@ -87,6 +89,8 @@ public:
     observer(std::string connection_string, std::string name, change_callback on_change);
     observer(const observer&) = delete;
     observer& operator=(const observer&) = delete;
+    observer(observer&&) = delete;
+    observer& operator=(observer&&) = delete;
     /// Stops the thread (within about 200 ms) and closes the connection.
     ~observer() noexcept;
 
