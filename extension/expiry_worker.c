@@ -342,7 +342,12 @@ dlock_expiry_run_main(Datum main_arg)
 			next = next_expiry_to_report();
 		}
 		end_run_transaction();
-		if (!more && next != NO_EXPIRY)
+
+		/*
+		 * With events off there is nobody to tell: look again after the
+		 * naptime rather than at every expiry.
+		 */
+		if (!more && next != NO_EXPIRY && dlock_events_enabled)
 			(void) lower_next_expiry(next);
 	}
 
