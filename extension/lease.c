@@ -382,6 +382,9 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 			audit_event(taken_over ? "takeover" : "acquire", args->lock_name,
 						DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
 						args->holder, NULL);
+		dlock_event(taken_over ? "takeover" : "acquire", args->lock_name,
+					DatumGetInt64(row.values[Anum_fencing_seq - 1]), args->holder,
+					DatumGetTimestampTz(row.values[Anum_lease_until - 1]));
 	}
 }
 
@@ -616,6 +619,7 @@ lease_ended(text *lock_name, const char *event, DlockCounter counter,
 {
 	dlock_wake_waiters(lock_name);
 	dlock_count(counter, 1);
+	dlock_event(event, lock_name, token, holder, GetCurrentTimestamp());
 	if (dlock_audit_level >= (int) audit_from)
 	{
 		if (SPI_connect() == SPI_ERROR_CONNECT)

@@ -126,6 +126,9 @@ _PG_init(void)
 
 	dlock_holds_init();
 
+	dlock_events_init();
+	dlock_expiry_worker_init();
+
 	MarkGUCPrefixReserved("dlock");
 
 	dlock_durability_init();

@@ -196,4 +196,15 @@ extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter c
 /* pg_dlock.c */
 extern bool dlock_shmem_ready;
 
+/* events.c: lock events (README "Lock events and leader election") */
+#define DLOCK_EVENT_CHANNEL "dlock_events"
+extern bool dlock_events_enabled;
+extern void dlock_event(const char *event, text *lock_name, int64 token,
+						text *holder, TimestampTz lease_until);
+extern void dlock_events_init(void);
+
+/* expiry_worker.c */
+extern void dlock_expiry_worker_schedule(TimestampTz lease_until);
+extern void dlock_expiry_worker_init(void);
+
 #endif							/* PG_DLOCK_H */

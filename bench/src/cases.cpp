@@ -1016,6 +1016,7 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out) {
     if (id == "4") return case_keepalive(cfg, out);
     if (id == "5") return case_transactions(cfg, out);
     if (id == "6") return case_function_cost(cfg, out);
+    if (id == "7") return case_events(cfg, out);
     throw std::invalid_argument("unknown case \"" + id + "\"");
 }
 

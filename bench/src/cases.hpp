@@ -29,6 +29,10 @@ struct bench_config {
 // "4", "5" or "6" (function cost inside one transaction). Returns the number of runs that failed.
 int run_case(const std::string& id, const bench_config& cfg, sink& out);
 
+// Case 6 (events_case.cpp): the cost of lock events, their delivery and
+// leadership failover. Returns the number of parts that failed.
+int case_events(const bench_config& cfg, sink& out);
+
 // Runs every available system for about duration seconds each through the
 // uncontended and contended paths; returns the number of failed systems.
 int run_smoke(const bench_config& cfg, sink& out);

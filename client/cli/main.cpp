@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "election_commands.hpp"
 
 using namespace dlock_cli;
 
@@ -251,9 +252,12 @@ Examples:
     force->add_option("--reason", fr_reason, "why (recorded in dlock.audit_log)")->required();
     force->footer("Example:\n  dlock force-release nightly-report --reason \"job hung on host-3, ticket 1234\"");
 
+    election_commands election{app};
+
     try {
         app.parse(parse_argc, argv);
-        if (saw_separator && !run->parsed()) throw usage_error{"\"--\" is only used by dlock run"};
+        if (saw_separator && !run->parsed() && !election.takes_command())
+            throw usage_error{"\"--\" is only used by dlock run and dlock elect"};
         if (run->parsed()) {
             if (!saw_separator) throw usage_error{"run: missing \"--\" before COMMAND"};
             if (command.empty()) throw usage_error{"run: missing COMMAND after \"--\""};
@@ -273,6 +277,7 @@ Examples:
     }
 
     try {
+        if (const auto status = election.run(dsn, command)) return *status;
         if (run->parsed()) {
             auto client = make_client(conn);
             return run_under_lease(client, ra);

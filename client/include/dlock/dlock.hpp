@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dlock/client.hpp"
+#include "dlock/election.hpp"
 #include "dlock/errors.hpp"
 #include "dlock/lease.hpp"
 #include "dlock/metrics.hpp"

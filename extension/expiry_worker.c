@@ -1,0 +1,618 @@
+/*-------------------------------------------------------------------------
+ *
+ * expiry_worker.c
+ *	  The expiry worker: reports leases that ran out without release as
+ *	  "expire" events, wakes their waiters, and runs dlock.reap and
+ *	  dlock.purge_audit_log on a schedule.
+ *
+ * An expiry writes nothing by itself, so without this worker nobody would
+ * hear of it. Two processes do the work, so that nothing stays connected to
+ * a database (which would block DROP DATABASE) or holds a transaction open
+ * while it sleeps:
+ *
+ *	- the launcher, a static background worker registered when pg_dlock is
+ *	  in shared_preload_libraries, connected to no database. It sleeps until
+ *	  the next lease_until it knows of (transactions that grant a lease post
+ *	  theirs when they commit, see dlock_expiry_worker_schedule), at most
+ *	  dlock.worker_naptime, then starts
+ *	- a run, a dynamic background worker connected to dlock.worker_database.
+ *	  In one short transaction it reports every expired lease not reported
+ *	  yet, records it in dlock.expiry_reported (so that each expiry is
+ *	  reported once, across restarts), wakes waiters, finds the next
+ *	  lease_until, and exits. In further transactions it runs the
+ *	  maintenance when due.
+ *
+ * A run finds nothing to do, and says nothing, when the database does not
+ * exist or has no pg_dlock 1.1; the launcher tries again after
+ * dlock.worker_naptime. The launcher restarts after a crash like any
+ * background worker, and starts only once recovery has finished (a standby
+ * grants no leases).
+ *
+ * IDENTIFICATION
+ *	  extension/expiry_worker.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_dlock.h"
+
+PGDLLEXPORT void dlock_expiry_launcher_main(Datum main_arg);
+PGDLLEXPORT void dlock_expiry_run_main(Datum main_arg);
+
+/* Expired leases reported per transaction; a full batch runs again at once */
+#define EXPIRY_BATCH 1000
+
+/* A run that skipped a locked expired lease tries it again this much later */
+#define EXPIRY_RETRY_USECS (1000 * 1000)
+
+/* bgw_main_arg of a run: what to do besides reporting expiries */
+#define RUN_MAINTENANCE 0x1
+
+/* "no lease known": the launcher sleeps dlock.worker_naptime */
+#define NO_EXPIRY PG_INT64_MAX
+
+typedef struct ExpiryWorkerShared
+{
+	pg_atomic_uint64 next_expiry;	/* earliest lease_until to report */
+	slock_t		mutex;			/* protects the fields below */
+	Oid			database;		/* database of the last run */
+	Latch	   *launcher_latch; /* NULL while no launcher runs */
+} ExpiryWorkerShared;
+
+static ExpiryWorkerShared *expiry_shared = NULL;
+
+static char *worker_database = NULL;
+static int	worker_naptime_secs = 60;
+static int	maintenance_interval_secs = 0;
+static int	reap_idle_for_secs = 86400;
+static int	audit_retention_secs = 0;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/*
+ * Lower the shared next_expiry to "when" if it is later; true if lowered.
+ */
+static bool
+lower_next_expiry(TimestampTz when)
+{
+	uint64		current = pg_atomic_read_u64(&expiry_shared->next_expiry);
+
+	while ((int64) current > when)
+	{
+		if (pg_atomic_compare_exchange_u64(&expiry_shared->next_expiry,
+										   &current, (uint64) when))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A transaction of this backend committed a lease that runs until
+ * lease_until: wake the launcher if it planned to sleep longer. Only leases
+ * in the worker's database matter.
+ */
+void
+dlock_expiry_worker_schedule(TimestampTz lease_until)
+{
+	Latch	   *latch;
+	Oid			database;
+
+	if (expiry_shared == NULL)
+		return;
+	SpinLockAcquire(&expiry_shared->mutex);
+	database = expiry_shared->database;
+	latch = expiry_shared->launcher_latch;
+	SpinLockRelease(&expiry_shared->mutex);
+	if (database != MyDatabaseId || latch == NULL)
+		return;
+	if (lower_next_expiry(lease_until))
+		SetLatch(latch);
+}
+
+/*
+ * Run one statement of a run; returns the number of rows.
+ */
+static uint64
+run_sql(const char *sql, int nargs, Oid *argtypes, Datum *values)
+{
+	int			ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL,
+											false, 0);
+
+	if (ret < 0)
+		elog(ERROR, "pg_dlock expiry worker: statement failed: %s",
+			 SPI_result_code_string(ret));
+	return SPI_processed;
+}
+
+/*
+ * Report up to EXPIRY_BATCH expired leases not reported yet; true when the
+ * batch was full. Leases whose row another transaction has locked (an
+ * acquire taking them over, typically) are skipped: that transaction will
+ * report a takeover, or the next run the expiry.
+ */
+static bool
+report_expiries(void)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(EXPIRY_BATCH)};
+	uint64		n;
+
+	n = run_sql("WITH expired AS ("
+				"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until"
+				"    FROM dlock.distributed_lock l"
+				"    LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+				"   WHERE l.owner_token IS NOT NULL"
+				"     AND l.lease_until <= pg_catalog.clock_timestamp()"
+				"     AND r.fencing_token IS DISTINCT FROM l.fencing_seq"
+				"   ORDER BY l.lease_until LIMIT $1"
+				"   FOR SHARE OF l SKIP LOCKED"
+				"), recorded AS ("
+				"  INSERT INTO dlock.expiry_reported AS r (lock_name, fencing_token)"
+				"  SELECT e.lock_name, e.fencing_seq FROM expired e"
+				"  ON CONFLICT (lock_name) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
+				") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until"
+				"    FROM expired e ORDER BY e.lease_until",
+				1, argtypes, values);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		bool		holder_isnull;
+		text	   *lock_name = DatumGetTextPP(SPI_getbinval(row, desc, 1, &isnull));
+		int64		token = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull));
+		Datum		holder = SPI_getbinval(row, desc, 3, &holder_isnull);
+		TimestampTz lease_until = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
+
+		dlock_event("expire", lock_name, token,
+					holder_isnull ? NULL : DatumGetTextPP(holder), lease_until);
+		dlock_wake_waiters(lock_name);
+	}
+	return n == EXPIRY_BATCH;
+}
+
+/*
+ * The earliest lease_until still to report, NO_EXPIRY if none; one that
+ * has passed already (skipped because locked) is retried a little later.
+ */
+static TimestampTz
+next_expiry_to_report(void)
+{
+	bool		isnull;
+	Datum		earliest;
+	TimestampTz now = GetCurrentTimestamp();
+
+	(void) run_sql("SELECT pg_catalog.min(l.lease_until)"
+				   "  FROM dlock.distributed_lock l"
+				   "  LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+				   " WHERE l.owner_token IS NOT NULL"
+				   "   AND r.fencing_token IS DISTINCT FROM l.fencing_seq",
+				   0, NULL, NULL);
+	earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return NO_EXPIRY;
+	if (DatumGetTimestampTz(earliest) <= now)
+		return now + EXPIRY_RETRY_USECS;
+	return DatumGetTimestampTz(earliest);
+}
+
+/*
+ * True when this database has pg_dlock with the expiry_reported table
+ * (version 1.1 or later). Caller is in a transaction with SPI.
+ */
+static bool
+extension_ready(void)
+{
+	bool		isnull;
+
+	if (!OidIsValid(get_extension_oid("pg_dlock", true)))
+		return false;
+	(void) run_sql("SELECT pg_catalog.to_regclass('dlock.expiry_reported') IS NOT NULL",
+				   0, NULL, NULL);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+static void
+begin_run_transaction(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static void
+end_run_transaction(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * dlock.reap until it finds nothing more, and dlock.purge_audit_log, each
+ * call in its own transaction.
+ */
+static void
+run_maintenance(void)
+{
+	Oid			argtypes[1] = {INTERVALOID};
+	Datum		values[1];
+
+	values[0] = PointerGetDatum(palloc0(sizeof(Interval)));
+	((Interval *) DatumGetPointer(values[0]))->time = (int64) reap_idle_for_secs * USECS_PER_SEC;
+	for (int round = 0; round < 100; round++)
+	{
+		bool		isnull;
+		int64		reaped;
+
+		begin_run_transaction("pg_dlock expiry worker: dlock.reap");
+		(void) run_sql("SELECT dlock.reap($1)", 1, argtypes, values);
+		reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		end_run_transaction();
+		if (reaped == 0)
+			break;
+	}
+
+	if (audit_retention_secs > 0)
+	{
+		((Interval *) DatumGetPointer(values[0]))->time = (int64) audit_retention_secs * USECS_PER_SEC;
+		begin_run_transaction("pg_dlock expiry worker: dlock.purge_audit_log");
+		(void) run_sql("SELECT dlock.purge_audit_log($1)", 1, argtypes, values);
+		end_run_transaction();
+	}
+}
+
+/*
+ * Entry point of a run (a dynamic background worker): the database OID is
+ * in bgw_extra, what to do in main_arg.
+ */
+void
+dlock_expiry_run_main(Datum main_arg)
+{
+	Oid			database;
+	bool		ready;
+	bool		more = true;
+
+	memcpy(&database, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+
+	/* never wait long for a row or table another session holds */
+	SetConfigOption("lock_timeout", "5s", PGC_SUSET, PGC_S_OVERRIDE);
+
+	SpinLockAcquire(&expiry_shared->mutex);
+	expiry_shared->database = MyDatabaseId;
+	SpinLockRelease(&expiry_shared->mutex);
+
+	while (more)
+	{
+		TimestampTz next = NO_EXPIRY;
+
+		begin_run_transaction("pg_dlock expiry worker: expiries");
+		ready = extension_ready();
+		more = false;
+		/*
+		 * Recorded even while dlock.events is off, so that turning it on
+		 * later does not report long-past expiries.
+		 */
+		if (ready)
+		{
+			more = report_expiries();
+			(void) run_sql("DELETE FROM dlock.expiry_reported r WHERE NOT EXISTS"
+						   " (SELECT 1 FROM dlock.distributed_lock l"
+						   "   WHERE l.lock_name = r.lock_name"
+						   "     AND l.fencing_seq = r.fencing_token"
+						   "     AND l.owner_token IS NOT NULL)",
+						   0, NULL, NULL);
+			next = next_expiry_to_report();
+		}
+		end_run_transaction();
+
+		/*
+		 * With events off there is nobody to tell: look again after the
+		 * naptime rather than at every expiry.
+		 */
+		if (!more && next != NO_EXPIRY && dlock_events_enabled)
+			(void) lower_next_expiry(next);
+	}
+
+	if (ready && (DatumGetInt32(main_arg) & RUN_MAINTENANCE))
+		run_maintenance();
+}
+
+/*
+ * Start a run for "database" and wait until it has exited.
+ */
+static void
+launch_run(Oid database, bool maintenance)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	pid_t		pid;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_dlock");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "dlock_expiry_run_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_dlock expiry run");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_dlock expiry run");
+	worker.bgw_main_arg = Int32GetDatum(maintenance ? RUN_MAINTENANCE : 0);
+	memcpy(worker.bgw_extra, &database, sizeof(Oid));
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start a pg_dlock expiry run"),
+				 errhint("Raise max_worker_processes.")));
+		return;
+	}
+
+	/*
+	 * Not WaitForBackgroundWorkerStartup/Shutdown: they ignore our shutdown
+	 * request, and a run never started once the postmaster is shutting down
+	 * would keep the launcher -- and the shutdown -- waiting.
+	 */
+	while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+	{
+		if (ShutdownRequestPending)
+		{
+			TerminateBackgroundWorker(handle);
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * OID of dlock.worker_database, InvalidOid when it is empty or does not
+ * exist. The launcher is connected to no database, so it reads the shared
+ * catalog pg_database with a sequential scan (as the autovacuum launcher
+ * does) in a short transaction: its indexes are not usable before a
+ * backend has written the shared relcache init file.
+ */
+static Oid
+worker_database_oid(void)
+{
+	Oid			database = InvalidOid;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+
+	if (worker_database == NULL || worker_database[0] == '\0')
+		return InvalidOid;
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tuple);
+
+		if (strcmp(NameStr(db->datname), worker_database) == 0)
+		{
+			database = db->oid;
+			break;
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return database;
+}
+
+static void
+launcher_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&expiry_shared->mutex);
+	expiry_shared->launcher_latch = NULL;
+	SpinLockRelease(&expiry_shared->mutex);
+}
+
+/*
+ * Entry point of the launcher (a static background worker).
+ */
+void
+dlock_expiry_launcher_main(Datum main_arg)
+{
+	TimestampTz last_maintenance;
+	TimestampTz nap_until = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	SpinLockAcquire(&expiry_shared->mutex);
+	expiry_shared->launcher_latch = MyLatch;
+	SpinLockRelease(&expiry_shared->mutex);
+	before_shmem_exit(launcher_detach, (Datum) 0);
+
+	last_maintenance = GetCurrentTimestamp();
+	while (!ShutdownRequestPending)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz wake;
+		TimestampTz maintenance_at = maintenance_interval_secs > 0 ?
+			last_maintenance + (int64) maintenance_interval_secs * USECS_PER_SEC : NO_EXPIRY;
+		long		sleep_ms;
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			nap_until = 0;		/* dlock.worker_database may have changed */
+		}
+
+		if (now >= nap_until ||
+			now >= (TimestampTz) pg_atomic_read_u64(&expiry_shared->next_expiry) ||
+			now >= maintenance_at)
+		{
+			Oid			database = worker_database_oid();
+			bool		maintenance = now >= maintenance_at;
+
+			/* the run recomputes it; commits from now on lower it again */
+			pg_atomic_write_u64(&expiry_shared->next_expiry, NO_EXPIRY);
+			if (OidIsValid(database))
+				launch_run(database, maintenance);
+			if (maintenance)
+				last_maintenance = now;
+			nap_until = now + (int64) worker_naptime_secs * USECS_PER_SEC;
+			continue;
+		}
+
+		wake = Min(nap_until, (TimestampTz) pg_atomic_read_u64(&expiry_shared->next_expiry));
+		wake = Min(wake, maintenance_at);
+		sleep_ms = (long) Min((wake - now + 999) / 1000, (int64) INT_MAX);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	proc_exit(0);
+}
+
+static void
+expiry_shmem_request(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(MAXALIGN(sizeof(ExpiryWorkerShared)));
+}
+
+static void
+expiry_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	expiry_shared = ShmemInitStruct("pg_dlock expiry worker",
+									sizeof(ExpiryWorkerShared), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&expiry_shared->next_expiry, NO_EXPIRY);
+		SpinLockInit(&expiry_shared->mutex);
+		expiry_shared->database = InvalidOid;
+		expiry_shared->launcher_latch = NULL;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Define the worker's settings; when preloaded, reserve its shared memory
+ * and register the launcher. Called once from _PG_init.
+ */
+void
+dlock_expiry_worker_init(void)
+{
+	BackgroundWorker worker;
+
+	DefineCustomStringVariable("dlock.worker_database",
+							   gettext_noop("Database whose leases the pg_dlock expiry worker watches."),
+							   gettext_noop("An empty string stops the worker from connecting anywhere."),
+							   &worker_database,
+							   "postgres",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.worker_naptime",
+							gettext_noop("Longest time the pg_dlock expiry worker sleeps between two looks at the leases."),
+							gettext_noop("It wakes earlier at the next lease_until it knows of."),
+							&worker_naptime_secs,
+							60, 1, 86400,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.maintenance_interval",
+							gettext_noop("How often the pg_dlock expiry worker runs dlock.reap and dlock.purge_audit_log."),
+							gettext_noop("0 turns the scheduled maintenance off."),
+							&maintenance_interval_secs,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.reap_idle_for",
+							gettext_noop("The idle_for argument of the scheduled dlock.reap."),
+							NULL,
+							&reap_idle_for_secs,
+							86400, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.audit_retention",
+							gettext_noop("Age of audit records the scheduled maintenance deletes with dlock.purge_audit_log."),
+							gettext_noop("0 keeps every record."),
+							&audit_retention_secs,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = expiry_shmem_request;
+#else
+	expiry_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = expiry_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_dlock");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "dlock_expiry_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_dlock expiry worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_dlock expiry worker");
+	RegisterBackgroundWorker(&worker);
+}
