@@ -104,15 +104,12 @@ dlock_reap(PG_FUNCTION_ARGS)
 }
 
 /*
- * dlock.purge_resource_fence(older_than) returns bigint
- *
- * Deletes the fence state of resources that accepted no token for longer
- * than older_than. A purged resource accepts any token again, so older_than
- * must exceed the longest time a stale holder can still try to write (its
- * lease plus the longest pause); README "Cleanup of idle rows".
+ * Run purge statement "plan", which deletes rows older than the interval in
+ * argument 0 ("older_than") and returns how many went; shared by the purge
+ * functions.
  */
-Datum
-dlock_purge_resource_fence(PG_FUNCTION_ARGS)
+int64
+dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
 {
 	Datum		values[1];
 	int64		purged;
@@ -126,10 +123,23 @@ dlock_purge_resource_fence(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 
 	SPI_connect();
-	(void) dlock_execute(PLAN_PURGE_FENCE, values, NULL, 1);
+	(void) dlock_execute(plan, values, NULL, 1);
 	purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
+	return purged;
+}
 
-	PG_RETURN_INT64(purged);
+/*
+ * dlock.purge_resource_fence(older_than) returns bigint
+ *
+ * Deletes the fence state of resources that accepted no token for longer
+ * than older_than. A purged resource accepts any token again, so older_than
+ * must exceed the longest time a stale holder can still try to write (its
+ * lease plus the longest pause); README "Cleanup of idle rows".
+ */
+Datum
+dlock_purge_resource_fence(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(dlock_purge_older_than(fcinfo, PLAN_PURGE_FENCE));
 }

@@ -60,22 +60,5 @@ dlock_audit(const char *event, text *lock_name, Datum fencing_token,
 Datum
 dlock_purge_audit_log(PG_FUNCTION_ARGS)
 {
-	Datum		values[1];
-	int64		purged;
-	bool		isnull;
-
-	dlock_require_arg(fcinfo, 0, "older_than");
-	if (dlock_interval_usecs(PG_GETARG_INTERVAL_P(0)) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("older_than must not be negative")));
-	values[0] = PG_GETARG_DATUM(0);
-
-	SPI_connect();
-	(void) dlock_execute(PLAN_PURGE_AUDIT, values, NULL, 1);
-	purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-
-	PG_RETURN_INT64(purged);
+	PG_RETURN_INT64(dlock_purge_older_than(fcinfo, PLAN_PURGE_AUDIT));
 }

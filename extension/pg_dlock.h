@@ -73,6 +73,9 @@ typedef enum DlockPlanId
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
 
+/* admin.c */
+extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);
+
 /* schema.c */
 extern Oid	dlock_require_own_schema(void);
 
