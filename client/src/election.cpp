@@ -20,6 +20,8 @@
 
 namespace dlock {
 
+using std::chrono::milliseconds;
+
 namespace {
 
 using std::chrono::duration_cast;

@@ -23,7 +23,7 @@ struct leader_info {
 /// Settings of a campaign.
 struct election_options {
     /// ttl of the leader's lease; the keep-alive renews it every ttl / 3.
-    milliseconds ttl{10000};
+    std::chrono::milliseconds ttl{10000};
     /// Overrides client_options::holder when not empty: what observers see.
     std::string holder;
     /// Runs on the campaigning thread once this candidate has become leader.
@@ -36,7 +36,7 @@ struct election_options {
 /// Longest wait of one acquire while campaigning with this ttl (a third of it):
 /// a lease is dated from when its request was sent, so a longer wait would
 /// leave too little of the ttl after the grant.
-[[nodiscard]] milliseconds campaign_slice(milliseconds ttl);
+[[nodiscard]] std::chrono::milliseconds campaign_slice(std::chrono::milliseconds ttl);
 
 /// One candidate in the election named `name` (a lock name): the leader is the
 /// holder of the lock's live lease, kept alive by the client's keep-alive.
@@ -54,7 +54,7 @@ public:
 
     /// Waits up to `timeout` to become leader; true when this candidate leads
     /// (at once if it already does). Calls on_elected when it wins.
-    [[nodiscard]] bool campaign(milliseconds timeout);
+    [[nodiscard]] bool campaign(std::chrono::milliseconds timeout);
     /// Gives leadership up (releases the lease); refused when not leader.
     outcome resign() noexcept;
     /// Leading: elected, not resigned, lease not lost.
@@ -97,7 +97,7 @@ public:
     /// The leader as last read; nullopt before the first read or with no leader.
     [[nodiscard]] std::optional<leader_info> current() const;
     /// Blocks until the first read succeeded or timeout; true when it did.
-    [[nodiscard]] bool wait_ready(milliseconds timeout) const;
+    [[nodiscard]] bool wait_ready(std::chrono::milliseconds timeout) const;
     /// Connections made so far (1 + reconnects).
     [[nodiscard]] int connections() const;
 
