@@ -229,12 +229,30 @@ dlock_floor_lock_exclusive(void)
  * of the transaction. With wait false, return false at once if another
  * transaction is creating a name with that hash.
  */
+static void
+new_name_locktag(LOCKTAG *tag, uint64 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 DLOCK_LOCKTAG_NEW_NAME);
+}
+
 bool
 dlock_new_name_lock(uint64 hash, bool wait)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
-						 DLOCK_LOCKTAG_NEW_NAME);
+	new_name_locktag(&tag, hash);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Give the new-name lock back when no name was created under it.
+ */
+void
+dlock_new_name_unlock(uint64 hash)
+{
+	LOCKTAG		tag;
+
+	new_name_locktag(&tag, hash);
+	(void) LockRelease(&tag, ExclusiveLock, false);
 }

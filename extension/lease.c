@@ -240,6 +240,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 		return false;
 	if (dlock_row_read(rows, args->lock_name, row))
 	{
+		dlock_new_name_unlock(hash);
 		*appeared = true;
 		return false;
 	}
@@ -249,7 +250,10 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	 * floor; the floor must include what it deletes.
 	 */
 	if (!retry_until(try_floor_lock, NULL, deadline))
+	{
+		dlock_new_name_unlock(hash);
 		return false;
+	}
 
 	row->values = palloc0(sizeof(Datum) * tupdesc->natts);
 	row->nulls = palloc(sizeof(bool) * tupdesc->natts);

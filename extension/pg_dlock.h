@@ -95,6 +95,7 @@ extern const DlockCatalog *dlock_catalog(void);
 extern bool dlock_floor_lock_shared(void);
 extern bool dlock_floor_lock_exclusive(void);
 extern bool dlock_new_name_lock(uint64 hash, bool wait);
+extern void dlock_new_name_unlock(uint64 hash);
 
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
 #define DLOCK_LOCK_NATTS 12
