@@ -5,6 +5,8 @@
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
+# spin checks the protocol model (model/); its verifiers are compiled with gcc
+model=(spin)
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev)
 faults=(libfaketime pgbouncer iproute2)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
@@ -13,7 +15,7 @@ case "${1:-all}" in
 core) wanted=("${core[@]}") ;;
 client) wanted=("${core[@]}" "${client[@]}") ;;
 bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${model[@]}") ;;
 *) echo "usage: $0 [core|client|bench|all]" >&2; exit 2 ;;
 esac
 
