@@ -111,8 +111,8 @@ control() {
 		if [ $show_trails -eq 1 ]; then
 			# shellcheck disable=SC2086
 			(cd "$work" && spin -t "-DPROP_$prop" "-D$switch" $config pg_dlock.pml 2>&1 |
-				sed -e 's/^ *//' | grep -vE '^$|^#processes|^[0-9]+:|^\t|proc |^spin: trail ends|^[a-z_.\[\]0-9]+ = ' |
-				sed -e 's/^/          /' | head -n 40)
+				awk '/^spin: text of failed assertion/ { exit } /^[ \t]*$/ { next }
+					{ sub(/^ +/, ""); print "          " $0 }' | head -n 40)
 		fi
 	else
 		result bad "$name: spin finds a counterexample to $prop ($switch)"

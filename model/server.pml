@@ -74,6 +74,9 @@ inline stmt_acquire(c, n)
 #ifdef BUG_RENEW_BEFORE_PIN
 				rowver[n]++;
 #endif
+#ifdef BUG_SEQUENCE
+				pri.seq = nc;
+#endif
 				commit_durable();
 				grants++;
 				btok[B(c, n)] = TOK(ng, nc);

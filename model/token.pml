@@ -23,7 +23,8 @@
  *                      notion of cluster: a restored row whose
  *                      grant_timeline equals a later timeline of the new
  *                      cluster is taken for "same timeline"
- *   BUG_SEQUENCE       tokens from one global sequence, timeline ignored
+ *   BUG_SEQUENCE       tokens from one global sequence (nextval), timeline
+ *                      ignored; server.pml advances it with the grant
  */
 
 /* generation for the next grant of a row (generation rg, grant_timeline rtl,
@@ -55,7 +56,7 @@ inline next_gen(rg, rtl, rsys, ng)
 inline token_for_row(n, ng, nc)
 {
 #ifdef BUG_SEQUENCE
-	ng = 1; pri.seq++; nc = pri.seq
+	ng = 1; nc = pri.seq + 1
 #else
 	next_gen(pri.row[n].gen, pri.row[n].gtl, pri.row[n].gsys, ng);
 	nc = pri.row[n].cnt + 1
@@ -66,7 +67,7 @@ inline token_for_row(n, ng, nc)
 inline token_for_new_name(ng, nc)
 {
 #if defined(BUG_SEQUENCE)
-	ng = 1; pri.seq++; nc = pri.seq
+	ng = 1; nc = pri.seq + 1
 #elif defined(RULE_GREATER) || defined(RULE_TIMELINE_ONLY)
 	/* FIRST_TOKEN of 1.0: the floor's generation if at least tl, else tl */
 	if
