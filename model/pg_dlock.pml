@@ -23,8 +23,8 @@
 bool pinned[NC * NN];		/* the client's business transaction holds a pin */
 #ifdef BUG_RENEW_BEFORE_PIN
 byte renew_decided[NC * NN];
-byte renew_ver[NC * NN];
-byte rowver[NN];
+bool renew_changed[NC * NN];	/* the row got a new version since the decision */
+byte renew_sent[NC * NN];	/* real time the renew was sent */
 #endif
 
 #include "server.pml"
@@ -45,6 +45,7 @@ end:	do
 	:: stmt_acquire(c, n)
 	:: stmt_renew(c, n)
 #ifdef BUG_RENEW_BEFORE_PIN
+	:: stmt_renew_decided(c, n)
 	:: stmt_renew_apply(c, n)
 #endif
 	:: stmt_release(c, n)

@@ -72,7 +72,7 @@ inline stmt_acquire(c, n)
 				pri.row[n].gsys = pri.sys;
 				pri.row[n].until = CLK + TTL;
 #ifdef BUG_RENEW_BEFORE_PIN
-				rowver[n]++;
+				row_updated(n);
 #endif
 #ifdef BUG_SEQUENCE
 				pri.seq = nc;
@@ -102,41 +102,53 @@ inline stmt_acquire(c, n)
  */
 inline stmt_renew(c, n)
 {
-#ifndef BUG_RENEW_BEFORE_PIN
 	atomic {
 		pins[n] == 0 && pri.row[n].exists && pri.row[n].owner == c + 1 &&
 		pri.row[n].until > CLK ->
 		check_renew_live(n);
 		pri.row[n].until = CLK + TTL;
 		printf("client %d: renew %d until %d (clock %d)\n", c, n, pri.row[n].until, CLK);
+#ifdef BUG_RENEW_BEFORE_PIN
+		row_updated(n);
+#endif
 		commit_durable();
 #ifdef PROP_P3
 		blost[B(c, n)] = (TOK(pri.row[n].gen, pri.row[n].cnt) != btok[B(c, n)]);
 #endif
 		tell_client(c, n)
 	}
-#else
-	/*
-	 * 1.0: the WHERE clause was judged when the statement started; a
-	 * statement that then waited for a pin (a FOR SHARE lock, which changes
-	 * no row version) went ahead without judging it again. Only a row
-	 * updated meanwhile is judged again (EvalPlanQual).
-	 */
-	atomic {
-		renew_decided[B(c, n)] == 0 && pri.row[n].exists &&
-		pri.row[n].owner == c + 1 && pri.row[n].until > CLK ->
-		renew_decided[B(c, n)] = 1;
-		printf("client %d: renew %d decided (clock %d, lease until %d)\n", c, n, CLK, pri.row[n].until);
-		renew_ver[B(c, n)] = rowver[n];
-#ifdef PROP_P3
-		bdead[B(c, n)] = rt + TTL - DRIFT;	/* the client's deadline counts from sending */
-#endif
-		skip
-	}
-#endif
 }
 
 #ifdef BUG_RENEW_BEFORE_PIN
+/*
+ * 1.0: the WHERE clause was judged when the statement started; a statement
+ * that then waited for a pin (a FOR SHARE lock, which makes no new row
+ * version) went ahead without judging it again. Only a row updated meanwhile
+ * is judged again (EvalPlanQual). stmt_renew_decided is that first half, for
+ * a renew that meets a pin; stmt_renew_apply the second.
+ */
+inline stmt_renew_decided(c, n)
+{
+	atomic {
+		renew_decided[B(c, n)] == 0 && pins[n] > 0 && pri.row[n].exists &&
+		pri.row[n].owner == c + 1 && pri.row[n].until > CLK ->
+		renew_decided[B(c, n)] = 1;
+		printf("client %d: renew %d decided, waits behind the pin (clock %d, lease until %d)\n", c, n, CLK, pri.row[n].until);
+		renew_changed[B(c, n)] = false;
+		renew_sent[B(c, n)] = rt
+	}
+}
+#endif
+
+#ifdef BUG_RENEW_BEFORE_PIN
+/* a new version of row n: statements that decided before it judge again */
+inline row_updated(n)
+{
+	for (_i : 0 .. NC - 1) {
+		renew_changed[B(_i, n)] = true
+	}
+}
+
 /* the second half of a renew decided before the wait */
 inline stmt_renew_apply(c, n)
 {
@@ -144,15 +156,20 @@ inline stmt_renew_apply(c, n)
 		renew_decided[B(c, n)] != 0 && pins[n] == 0 ->
 		renew_decided[B(c, n)] = 0;
 		if
-		:: renew_ver[B(c, n)] == rowver[n] ||
+		:: !renew_changed[B(c, n)] ||
 		   (pri.row[n].owner == c + 1 && pri.row[n].until > CLK) ->
 			printf("client %d: renew %d applied (clock %d, lease until %d)\n", c, n, CLK, pri.row[n].until);
 			check_renew_live(n);
 			pri.row[n].until = CLK + TTL;
-			rowver[n]++;
+			row_updated(n);
 			commit_durable();
 #ifdef PROP_P3
 			buntil[B(c, n)] = pri.row[n].until;
+			/* the client's deadline counts from sending the renew */
+			if
+			:: renew_sent[B(c, n)] + TTL - DRIFT > rt -> bdead[B(c, n)] = renew_sent[B(c, n)] + TTL - DRIFT
+			:: else -> bdead[B(c, n)] = 0
+			fi;
 #endif
 			skip
 		:: else -> skip
@@ -184,7 +201,7 @@ inline stmt_release(c, n)
 			pri.row[n].owner = 0;
 			pri.row[n].until = 0;	/* lease_until = now: never live again, as owner is NULL */
 #ifdef BUG_RENEW_BEFORE_PIN
-			rowver[n]++;
+			row_updated(n);
 #endif
 		:: else -> printf("client %d: release %d refused\n", c, n)
 		fi;
@@ -273,7 +290,7 @@ inline stmt_force_release(n)
 		pri.row[n].owner = 0;
 		pri.row[n].until = 0;
 #ifdef BUG_RENEW_BEFORE_PIN
-		rowver[n]++;
+		row_updated(n);
 #endif
 		commit_durable();
 		mark_lost_leases()
@@ -309,7 +326,7 @@ inline stmt_reap(n)
 		pri.row[n].gsys = 0;
 		pri.row[n].until = 0;
 #ifdef BUG_RENEW_BEFORE_PIN
-		rowver[n]++;
+		row_updated(n);
 #endif
 		commit_durable()
 	}
