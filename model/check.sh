@@ -8,7 +8,7 @@
 #
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
 # failovers, 1 crash, 1 move to a new cluster, small clocks.
-# full (make faults, about 6 minutes): 3 clients, and separately 2 names, for
+# full (make faults, about 12 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster.
 set -uo pipefail
@@ -29,7 +29,7 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 	exit 1
 }
 
-# Two configurations of the one model. "tokens": every history event (crash,
+# Three configurations of the one model. "tokens": every history event (crash,
 # synchronous and asynchronous failover, pg_upgrade, restore), no fencing
 # writes, no clock steps. "leases": one server, clock steps, pins and fenced
 # writes. "fencing": failovers with fenced writes (no pins; quick: no move
