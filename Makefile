@@ -90,6 +90,7 @@ faults: deps
 	$(MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile full
+	model/check.sh --profile full
 
 soak: deps
 	$(MAKE) all DLOCK_WERROR=1

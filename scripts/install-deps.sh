@@ -5,6 +5,8 @@
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
+# spin checks the protocol model (model/); its verifiers are compiled with gcc
+model=(spin)
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)
 faults=(libfaketime pgbouncer iproute2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
@@ -17,7 +19,7 @@ core) wanted=("${core[@]}") ;;
 client) wanted=("${core[@]}" "${client[@]}") ;;
 bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
 ha) wanted=("${core[@]}" "${client[@]}" "${ha[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}") ;;
 *) echo "usage: $0 [core|client|bench|ha|all]" >&2; exit 2 ;;
 esac
 

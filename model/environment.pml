@@ -1,0 +1,180 @@
+/*
+ * environment.pml -- time, faults and operations: everything that happens
+ * to the server rather than through a client's statement.
+ *
+ * Assumptions (each can be dropped with a switch; spin then finds a
+ * counterexample, see tests/suites/15-model.sh):
+ *   one promotion per timeline   a promoted standby takes a timeline no
+ *                                server of the cluster had: the archive's
+ *                                highest plus one (ASSUME_SHARED_TIMELINE
+ *                                drops it: the standby counts from its own)
+ *   bounded clock steps          the server clock steps forward at most
+ *                                DRIFT, the clients' drift allowance,
+ *                                during one lease (ASSUME_UNBOUNDED_STEP)
+ *   a complete state moves       pg_upgrade and restore into a new cluster
+ *                                start from a state that shows every token
+ *                                the old cluster issued: a dump taken
+ *                                before the last grant, or a state that an
+ *                                asynchronous failover left without its
+ *                                last grants, is not moved until each name
+ *                                was granted again (ASSUME_ANY_STATE_MOVES)
+ */
+
+#ifdef ASSUME_UNBOUNDED_STEP
+#define FSTEP (DRIFT + 1)
+#else
+#define FSTEP DRIFT
+#endif
+
+/*
+ * complete = the state src records, for every name, a token at least as
+ * high as every token ever issued for it (in its row, or in the floor once
+ * reaped). Tokens only carry the old cluster's timelines; a new cluster
+ * cannot know about grants its starting state does not show.
+ */
+inline state_has_every_grant(src, complete)
+{
+	complete = true;
+#ifndef ASSUME_ANY_STATE_MOVES
+	for (_j : 0 .. NN - 1) {
+		if
+		:: src.row[_j].exists && TOK(src.row[_j].gen, src.row[_j].cnt) < last_issued[_j] -> complete = false
+		:: !src.row[_j].exists && TOK(src.floor.gen, src.floor.cnt) < last_issued[_j] -> complete = false
+		:: else -> skip
+		fi
+	}
+#endif
+}
+
+byte nfail, ncrash, nnew;
+bool stepped;
+bool complete;
+
+/* Every open transaction ends: the server went away */
+inline end_all_transactions()
+{
+	for (_i : 0 .. NC * NN - 1) {
+		pinned[_i] = false;
+#ifdef BUG_RENEW_BEFORE_PIN
+		renew_decided[_i] = 0;
+#endif
+		skip
+	}
+	for (_j : 0 .. NN - 1) {
+		pins[_j] = 0
+	}
+}
+
+/* The server now runs state pri on timeline tl of cluster sys */
+inline promote(tl_new)
+{
+	pri.tl = tl_new;
+	printf("  server now on timeline %d of cluster %d\n", pri.tl, pri.sys);
+	if
+	:: tl_new > maxtl -> maxtl = tl_new
+	:: else -> skip
+	fi;
+	copy_db(dur, pri);
+	end_all_transactions();
+	mark_lost_leases()
+}
+
+/* pg_upgrade, or pg_restore into a new cluster: timeline 1, a new system identifier */
+inline new_cluster()
+{
+	nnew++;
+	nsys++;
+	pri.sys = nsys;
+	maxtl = 0;
+	promote(1);
+	copy_db(stby, pri)
+}
+
+proctype environment()
+{
+	byte _i, _j;
+
+end:	do
+	/* time passes */
+	:: atomic {
+		rt < MAXRT -> rt++;
+		printf("time %d (server clock %d)\n", rt, CLK);
+		for (_i : 0 .. NC * NN - 1) {	/* a passed deadline: its value no longer matters */
+			if
+			:: bdead[_i] <= rt -> bdead[_i] = 0
+			:: else -> skip
+			fi
+		}
+	}
+#ifndef WITHOUT_CLOCK_STEPS
+	/* the server clock steps (NTP, an operator): forward shortens leases */
+	:: atomic { !stepped -> stepped = true; off = off + FSTEP; printf("server clock steps forward to %d\n", CLK) }
+	:: atomic { !stepped -> stepped = true; off = off - STEP; printf("server clock steps back to %d\n", CLK) }
+#endif
+
+#ifndef WITHOUT_HISTORY
+	/* the WAL writer flushes asynchronous commits (wal_writer_delay) */
+	:: atomic { pri.row[0].owner != dur.row[0].owner -> copy_db(dur, pri); printf("WAL writer flushes\n") }
+	/* the asynchronous standby receives the flushed WAL so far */
+	:: atomic { copy_db(stby, dur); printf("standby catches up\n") }
+
+	/* crash and restart: unflushed (asynchronous) commits are lost */
+	:: atomic {
+		ncrash < MAXCRASH -> ncrash++;
+		printf("crash and restart\n");
+		check_crash_keeps_grants();
+		copy_db(pri, dur);
+		end_all_transactions()
+	}
+
+	/* failover to a synchronous standby: it has every durable commit */
+	:: atomic {
+		nfail < MAXFAIL -> nfail++;
+		printf("failover to a synchronous standby\n");
+		copy_db(pri, dur);
+#ifdef ASSUME_SHARED_TIMELINE
+		promote(pri.tl + 1)
+#else
+		promote(maxtl + 1)
+#endif
+	}
+	/* failover to the asynchronous standby: it may miss the last commits.
+	 * The standby copy stays as it was: it stands for a second standby
+	 * of the old primary, which a later failover may promote. */
+	:: atomic {
+		nfail < MAXFAIL -> nfail++;
+		printf("failover to the asynchronous standby\n");
+		copy_db(pri, stby);
+#ifdef ASSUME_SHARED_TIMELINE
+		promote(pri.tl + 1)
+#else
+		promote(maxtl + 1)
+#endif
+	}
+
+	/* pg_upgrade (after a clean shutdown: everything committed is there) or
+	 * pg_dump + pg_restore of the latest state into a new cluster */
+	:: atomic { nnew < MAXNEWCLUSTER -> state_has_every_grant(pri, complete); complete -> printf("pg_upgrade (or dump and restore of the latest state) into a new cluster\n"); new_cluster() }
+	/* pg_restore of an older dump into a new cluster. A dump is the
+	 * committed state at some earlier moment, as the standby's copy is:
+	 * the model restores that copy rather than keep a fifth one. */
+	:: atomic {
+		nnew < MAXNEWCLUSTER -> state_has_every_grant(stby, complete); complete ->
+		printf("restore of an older dump (the state the standby has) into a new cluster\n");
+		copy_db(pri, stby);
+		new_cluster()
+	}
+
+#endif
+	/* operators */
+	:: stmt_reap(0)
+	:: stmt_force_release(0)
+#if NN > 1 && !defined(WITHOUT_HISTORY)
+	:: atomic { pri.row[1].owner != dur.row[1].owner -> copy_db(dur, pri) }
+#endif
+#if NN > 1
+	:: stmt_reap(1)
+	:: stmt_force_release(1)
+#endif
+	od
+}

@@ -1,0 +1,78 @@
+/*
+ * pg_dlock.pml -- a model of pg_dlock's lease and token protocol, checked
+ * by spin (README "How pg_dlock is tested", tests/suites/15-model.sh).
+ *
+ *   state.pml        the tables, their four copies, the clocks
+ *   token.pml        the generation rule (and its known-bad variants)
+ *   server.pml       each statement of extension/*.c as one atomic step
+ *   environment.pml  time, clock steps, crash, failover, dump/restore,
+ *                    pg_upgrade, reap, force release; the assumptions
+ *   properties.pml   the properties P1-P6 and the clients' ghost state
+ *
+ * Bounds (spin -D...): NC clients, NN names, MAXRT ticks of real time,
+ * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores.
+ * Known-bug variants, which spin must reject: RULE_GREATER,
+ * RULE_TIMELINE_ONLY, BUG_SEQUENCE (token.pml), BUG_RELEASE_ANY_OWNER,
+ * BUG_RENEW_BEFORE_PIN, BUG_HOLDS_NO_PIN, BUG_ASYNC_GRANT (server.pml).
+ */
+
+#include "state.pml"
+#include "properties.pml"
+#include "token.pml"
+
+bool pinned[NC * NN];		/* the client's business transaction holds a pin */
+#ifdef BUG_RENEW_BEFORE_PIN
+byte renew_decided[NC * NN];
+bool renew_changed[NC * NN];	/* the row got a new version since the decision */
+byte renew_sent[NC * NN];	/* real time the renew was sent */
+#endif
+
+#include "server.pml"
+#include "environment.pml"
+
+/*
+ * One client using one name: it may call anything at any moment, so it also
+ * plays the holder that pauses past its lease and resumes (a write with a
+ * token it got long ago), the retry of an acquire whose answer was lost, and
+ * the keep-alive renewing from another connection while the business
+ * transaction is open.
+ */
+proctype client(byte c; byte n)
+{
+	byte _i, _j, ng, nc;
+
+end:	do
+	:: stmt_acquire(c, n)
+	:: stmt_renew(c, n)
+#ifdef BUG_RENEW_BEFORE_PIN
+	:: stmt_renew_decided(c, n)
+	:: stmt_renew_apply(c, n)
+#endif
+	:: stmt_release(c, n)
+#ifndef WITHOUT_PINS
+	:: stmt_holds(c, n)
+	:: stmt_guarded_commit(c, n)
+#endif
+#ifndef WITHOUT_FENCING
+	:: stmt_unguarded_write(c, n)
+#endif
+	od
+}
+
+init
+{
+	byte c, n;
+
+	atomic {
+		pri.tl = 1; pri.sys = 1;
+		pri.floor.gsys = 1;
+		dur.tl = 1; dur.sys = 1; dur.floor.gsys = 1;
+		stby.tl = 1; stby.sys = 1; stby.floor.gsys = 1;
+		for (c : 0 .. NC - 1) {
+			for (n : 0 .. NN - 1) {
+				run client(c, n)
+			}
+		}
+		run environment()
+	}
+}

@@ -1,0 +1,110 @@
+/*
+ * state.pml -- the database state of pg_dlock as the model sees it.
+ *
+ * One Db is one copy of the extension's tables: dlock.distributed_lock
+ * (one Row per name), dlock.token_floor (Floor) and dlock.resource_fence
+ * (one fence per name), plus the timeline and cluster of the server whose
+ * WAL produced it. Three copies exist: what the primary has committed (pri),
+ * what its WAL has flushed (dur) and what the standby has received (stby),
+ * which is also the older state a restore may bring back.
+ *
+ * A fencing token is (generation, counter); TOK() orders them as the bigint
+ * (generation << 40) | counter does (sql/pg_dlock--1.0.sql, token.c).
+ */
+
+#ifndef NC
+#define NC 2			/* clients (owner tokens 1..NC) */
+#endif
+#ifndef NN
+#define NN 1			/* lock names; name i fences resource i */
+#endif
+#ifndef MAXRT
+#define MAXRT 6			/* real time runs 0..MAXRT */
+#endif
+#ifndef MAXFAIL
+#define MAXFAIL 2		/* failovers */
+#endif
+#ifndef MAXCRASH
+#define MAXCRASH 1		/* crash restarts */
+#endif
+#ifndef MAXNEWCLUSTER
+#define MAXNEWCLUSTER 1	/* pg_upgrade or restore into a new cluster */
+#endif
+#ifndef MAXGRANT
+#define MAXGRANT 4		/* new leases granted */
+#endif
+#define TTL 2			/* lease length on the server's clock */
+#define DRIFT 1			/* the client's drift allowance (client/, deadline) */
+#define STEP 1			/* largest forward step of the server clock */
+#define GMAX 8			/* generations 0..7 */
+#define CMAX 8			/* counters 0..7 */
+#define TOK(g, c) ((g) * CMAX + (c))
+
+typedef Row {
+	byte owner;		/* owner_token; 0 = NULL (free) */
+	byte gen;		/* fencing_seq >> 40 */
+	byte cnt;		/* fencing_seq & (2^40 - 1) */
+	byte gtl;		/* grant_timeline */
+	byte gsys;		/* cluster of the last grant (see token.pml) */
+	byte until;		/* lease_until, on the server clock */
+	bool exists;	/* the row is there (not yet created, or reaped) */
+};
+
+typedef Floor {			/* dlock.token_floor: highest reaped token */
+	byte gen;
+	byte cnt;
+	byte gtl;
+	byte gsys;
+};
+
+typedef Db {
+	Row row[NN];
+	Floor floor;
+	byte fence[NN];		/* resource_fence.fencing_token, as TOK() */
+	byte fseq[NN];		/* ghost: grant order of the lease that wrote it last */
+	byte tl;			/* timeline of the server that wrote this state */
+	byte sys;			/* cluster (system identifier) */
+#ifdef BUG_SEQUENCE
+	byte seq;			/* a global sequence instead of per-row counters */
+#endif
+};
+
+Db pri;				/* committed on the primary (what every session sees) */
+Db dur;				/* flushed to the primary's WAL: survives a crash */
+Db stby;			/* received by the (asynchronous) standby */
+
+/* Clocks: real time rt; the server clock is rt + off, stepped by the environment */
+byte rt;
+byte off = STEP;		/* starts at STEP so a backward step stays >= 0 */
+#define CLK (rt + off)
+
+byte maxtl = 1;		/* highest timeline of the current cluster (the archive's) */
+byte nsys = 1;		/* clusters created so far */
+
+/* Open business transactions pinning a lease with holds() (FOR SHARE) */
+byte pins[NN];
+
+/* dst := src (Promela has no structure assignment); _j is the caller's */
+inline copy_db(dst, src)
+{
+	for (_j : 0 .. NN - 1) {
+		dst.row[_j].owner = src.row[_j].owner;
+		dst.row[_j].gen = src.row[_j].gen;
+		dst.row[_j].cnt = src.row[_j].cnt;
+		dst.row[_j].gtl = src.row[_j].gtl;
+		dst.row[_j].gsys = src.row[_j].gsys;
+		dst.row[_j].until = src.row[_j].until;
+		dst.row[_j].exists = src.row[_j].exists;
+		dst.fence[_j] = src.fence[_j];
+		dst.fseq[_j] = src.fseq[_j]
+	}
+	dst.floor.gen = src.floor.gen;
+	dst.floor.cnt = src.floor.cnt;
+	dst.floor.gtl = src.floor.gtl;
+	dst.floor.gsys = src.floor.gsys;
+#ifdef BUG_SEQUENCE
+	dst.seq = src.seq;
+#endif
+	dst.tl = src.tl;
+	dst.sys = src.sys
+}

@@ -1,0 +1,82 @@
+/*
+ * token.pml -- the generation rule: how the next token of a row is made.
+ *
+ * Abstracts NEXT_TOKEN and FIRST_TOKEN in extension/spi_plans.c (the SET
+ * fencing_seq of PLAN_ACQUIRE_EXISTING and the VALUES of PLAN_ACQUIRE_NEW).
+ *
+ * The rule checked (default): a row whose last grant was in this cluster
+ * moves up one generation per timeline switch since that grant (tl -
+ * grant_timeline); a row last granted in another cluster (restored from a
+ * dump, or carried over by pg_upgrade, both of which start again on timeline
+ * 1) counts as granted on timeline 0 of this one: it moves up tl generations.
+ * A timeline that differs from the row's therefore always raises the
+ * generation, and by an amount that grows with the timeline, so a promoted
+ * standby is above everything its primary issued after the promotion point.
+ * A new name (or one that comes back after reap) takes the same rule from the
+ * floor, which records the grant_timeline and cluster of the reaped row.
+ *
+ * Variants (spin -D...), each a known bug that spin must reject:
+ *   RULE_GREATER       1.0: raise only when tl > grant_timeline; new names
+ *                      from the floor by FIRST_TOKEN of 1.0
+ *   RULE_TIMELINE_ONLY raise whenever tl differs, by tl - grant_timeline
+ *                      when greater and by tl when smaller, but with no
+ *                      notion of cluster: a restored row whose
+ *                      grant_timeline equals a later timeline of the new
+ *                      cluster is taken for "same timeline"
+ *   BUG_SEQUENCE       tokens from one global sequence (nextval), timeline
+ *                      ignored; server.pml advances it with the grant
+ */
+
+/* generation for the next grant of a row (generation rg, grant_timeline rtl,
+ * cluster rsys) on the server pri */
+inline next_gen(rg, rtl, rsys, ng)
+{
+#if defined(RULE_GREATER)
+	if
+	:: pri.tl > rtl -> ng = rg + pri.tl - rtl
+	:: else -> ng = rg
+	fi
+#elif defined(RULE_TIMELINE_ONLY)
+	if
+	:: pri.tl > rtl -> ng = rg + pri.tl - rtl
+	:: pri.tl < rtl -> ng = rg + pri.tl
+	:: else -> ng = rg
+	fi
+#else
+	if
+	:: rsys != pri.sys -> ng = rg + pri.tl
+	:: rsys == pri.sys && pri.tl > rtl -> ng = rg + pri.tl - rtl
+	:: rsys == pri.sys && pri.tl < rtl -> ng = rg + pri.tl	/* only when two servers shared a timeline */
+	:: else -> ng = rg
+	fi
+#endif
+}
+
+/* token of a new lease on the row of name n: (ng, nc) */
+inline token_for_row(n, ng, nc)
+{
+#ifdef BUG_SEQUENCE
+	ng = 1; nc = pri.seq + 1
+#else
+	next_gen(pri.row[n].gen, pri.row[n].gtl, pri.row[n].gsys, ng);
+	nc = pri.row[n].cnt + 1
+#endif
+}
+
+/* token of the first lease of a name, from the reap floor */
+inline token_for_new_name(ng, nc)
+{
+#if defined(BUG_SEQUENCE)
+	ng = 1; nc = pri.seq + 1
+#elif defined(RULE_GREATER) || defined(RULE_TIMELINE_ONLY)
+	/* FIRST_TOKEN of 1.0: the floor's generation if at least tl, else tl */
+	if
+	:: pri.floor.gen >= pri.tl -> ng = pri.floor.gen
+	:: else -> ng = pri.tl
+	fi;
+	nc = pri.floor.cnt + 1
+#else
+	next_gen(pri.floor.gen, pri.floor.gtl, pri.floor.gsys, ng);
+	nc = pri.floor.cnt + 1
+#endif
+}
