@@ -114,23 +114,45 @@ first_token(int64 floor, int32 timeline)
 }
 
 /*
- * The next token of a row last granted on grant_timeline, granted now on
- * "timeline": one more, and a generation up whenever the timeline differs.
- * Up by the difference when the timeline grew (a promotion), so tokens of
- * rows first granted on a timeline stay in its generation; up by the new
- * timeline when it is lower (a restore or pg_upgrade into a new cluster,
- * whose timelines start again at 1), so that a later promotion in the new
- * cluster still moves every row above what its old primary granted.
+ * The next token of a row last granted on grant_timeline by a server of
+ * cluster grant_system (its system identifier; 0 when unknown), granted now
+ * on "timeline": one more, and a generation up whenever the history differs.
+ *
+ * In the same cluster on the same or a later timeline (a promotion since),
+ * up by the timelines crossed, so generation minus timeline stays the same
+ * for every grant of the cluster's history and a promoted standby issues
+ * tokens above every token issued before, even ones it never received. Any
+ * other row -- restored by pg_dump or pg_upgrade into a new cluster, whose
+ * timelines start again at 1, or from before 1.1 -- goes up by the whole
+ * timeline, which puts it on the same footing: a later promotion of a
+ * standby that missed this grant still lands above it, whatever the row's
+ * old timeline was.
  */
 static int64
-next_token(int64 token, int32 grant_timeline, int32 timeline)
+next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
 {
 	int64		generation = token >> DLOCK_COUNTER_BITS;
+	bool		same_history = grant_system == (int64) GetSystemIdentifier() &&
+		timeline >= grant_timeline;
 
-	if (timeline == grant_timeline)
+	if (same_history && timeline == grant_timeline)
 		return token + 1;
-	generation += timeline > grant_timeline ? timeline - grant_timeline : timeline;
+	generation += same_history ? timeline - grant_timeline : timeline;
 	return (generation << DLOCK_COUNTER_BITS) | ((token & TOKEN_COUNTER_MASK) + 1);
+}
+
+/*
+ * Record this server's cluster as the row's grant_system, when the table has
+ * that column (1.1 on; a database still at 1.0 runs without it until
+ * ALTER EXTENSION pg_dlock UPDATE).
+ */
+static void
+set_grant_system(DlockRow *row, int natts)
+{
+	if (natts < Anum_grant_system)
+		return;
+	row->values[Anum_grant_system - 1] = Int64GetDatum((int64) GetSystemIdentifier());
+	row->nulls[Anum_grant_system - 1] = false;
 }
 
 /*
@@ -273,6 +295,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
+	set_grant_system(row, tupdesc->natts);
 	dlock_row_insert(rows, row);
 	return true;
 }
@@ -349,12 +372,15 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		{
 			int64		token = DatumGetInt64(row.values[Anum_fencing_seq - 1]);
 			int32		grant_timeline = DatumGetInt32(row.values[Anum_grant_timeline - 1]);
+			int64		grant_system = rows.natts >= Anum_grant_system ?
+				DatumGetInt64(row.values[Anum_grant_system - 1]) : 0;
 			int32		timeline = dlock_token_timeline();
 
 			taken_over = has_owner;
 			row.values[Anum_fencing_seq - 1] =
-				Int64GetDatum(next_token(token, grant_timeline, timeline));
+				Int64GetDatum(next_token(token, grant_timeline, grant_system, timeline));
 			row.values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+			set_grant_system(&row, rows.natts);
 			row.values[Anum_acquisitions - 1] =
 				Int64GetDatum(DatumGetInt64(row.values[Anum_acquisitions - 1]) + 1);
 			row.values[Anum_renewals - 1] = Int64GetDatum(0);

@@ -98,8 +98,9 @@ extern bool dlock_new_name_lock(uint64 hash, bool wait);
 extern void dlock_new_name_unlock(uint64 hash);
 
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
+/* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
 #define DLOCK_LOCK_NATTS 12
-/* attribute numbers of dlock.distributed_lock (sql/pg_dlock--1.0.sql) */
+/* attribute numbers of dlock.distributed_lock (sql/pg_dlock--1.0.sql, grant_system from 1.1) */
 #define Anum_lock_name			1
 #define Anum_owner_token		2
 #define Anum_fencing_seq		3
@@ -112,6 +113,7 @@ extern void dlock_new_name_unlock(uint64 hash);
 #define Anum_takeovers			10
 #define Anum_taken_over			11
 #define Anum_grant_timeline		12
+#define Anum_grant_system		13
 
 typedef struct DlockRows
 {

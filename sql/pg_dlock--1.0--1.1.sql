@@ -123,3 +123,13 @@ LANGUAGE C VOLATILE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION dlock.leader(text) IS
 'the live lease of the election''s lock: holder, fencing token, since when and until when; NULL when nobody leads';
+
+------------------------------------------------------------------------------
+-- Issue 11 item 1 (the general case the protocol model found): a row records
+-- the cluster of its last grant with its timeline. A row from another cluster
+-- (pg_dump/restore, pg_upgrade) or from before 1.1 (0) moves up by the whole
+-- timeline at its next grant, whatever its old timeline was.
+------------------------------------------------------------------------------
+ALTER TABLE dlock.distributed_lock ADD COLUMN grant_system bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN dlock.distributed_lock.grant_system IS
+'system identifier of the cluster whose server made the last grant (0: unknown, before 1.1); with grant_timeline it decides the next token''s generation';

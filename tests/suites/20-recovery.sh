@@ -146,12 +146,13 @@ check "negative control: without timeline bits the check above fails" test "$pro
 # reporter's case, token 3298534883333 = 3 << 40 | 5). The standby is copied
 # right after the restore and misses every grant after it; once promoted
 # (timeline 2) its first token must be above the old primary's.
+# The optional third argument is the restored row's timeline (default 3).
 restored_after_failover() {
-	local lock=$1 ignore_timeline=$2
+	local lock=$1 ignore_timeline=$2 row_timeline=${3:-3}
 	"$cluster" destroy "$standby_dir" >/dev/null 2>&1
 	on "$primary_port" -c "DELETE FROM dlock.distributed_lock WHERE lock_name = '$lock'" \
 		-c "INSERT INTO dlock.distributed_lock (lock_name, fencing_seq, updated_at, acquisitions, grant_timeline)
-		    VALUES ('$lock', (3::bigint << 40) | 5, clock_timestamp(), 5, 3)"
+		    VALUES ('$lock', ($row_timeline::bigint << 40) | 5, clock_timestamp(), 5, $row_timeline)"
 	on "$primary_port" -c 'CHECKPOINT'
 	mkdir -p "$standby_dir" && chown postgres: "$standby_dir"
 	runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$primary_port" -U postgres \
@@ -174,6 +175,17 @@ restored_after_failover() {
 restored_after_failover recovery:restored off
 echo "restore + async failover: old primary (timeline 1) granted $restored_primary, promoted standby (timeline 2) granted $restored_promoted"
 check "after a restore into a new cluster, the promoted standby's token is above the old primary's" \
+	test "$restored_promoted" -gt "$restored_primary"
+
+# The row's timeline is the one the promoted standby reaches (2): the row
+# cannot be told from the new cluster's own history by its timeline alone;
+# grant_system (the cluster of its last grant) tells it apart. Before 1.1's
+# grant_system the promoted standby issued 2 << 40 | 6 here, below the old
+# primary's 3 << 40 | 6 (the case the protocol model's RULE_TIMELINE_ONLY
+# control shows).
+restored_after_failover recovery:restored-reached off 2
+echo "restore (row on timeline 2) + async failover: old primary (timeline 1) granted $restored_primary, promoted standby (timeline 2) granted $restored_promoted"
+check "after a restore of a row whose timeline the new cluster reaches, the promoted standby's token is above the old primary's" \
 	test "$restored_promoted" -gt "$restored_primary"
 
 # negative control: the same history with the timeline left out repeats the token
