@@ -45,7 +45,9 @@ before_version=$(in_db $state_db -c "SELECT extversion FROM pg_extension WHERE e
 in_db $state_db -c 'ALTER EXTENSION pg_dlock UPDATE'
 after_version=$(in_db $state_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
 echo "extension version $before_version -> $after_version"
-check "ALTER EXTENSION pg_dlock UPDATE moves 1.0 to 1.1" test "$before_version $after_version" = "1.0 1.1"
+current_version=$(sed -n "s/^default_version = '\\(.*\\)'/\\1/p" pg_dlock.control)
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.0 to the current version ($current_version)" \
+	test "$before_version $after_version" = "1.0 $current_version"
 
 renewed=$(in_db $state_db -c "SELECT dlock.renew('upgrade:held', '$owner', '1 hour') IS NOT NULL")
 check "a lease granted under 1.0 is still held after the update (renew succeeds)" test "$renewed" = t
@@ -63,6 +65,20 @@ check "a fencing trigger created under 1.0 still refuses a lower token" \
 	grep -q "stale fencing token" <<<"$ledger_refused"
 purge=$(in_db $state_db -c "SELECT dlock.purge_resource_fence('1 year')")
 check "functions added in 1.1 exist after the update (purge_resource_fence)" test "$purge" = 0
+
+# --- a database at 1.1 (the previous release) ---------------------------
+from_db=dlock_upgrade_from_1_1
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
+in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.1'"
+held_1_1=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 hour', '$owner', 'upgrade-test')")
+in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+version_1_1=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.1 to $current_version" test "$version_1_1" = "$current_version"
+renewed_1_1=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.1', '$owner', '1 hour') IS NOT NULL")
+check "a lease granted under 1.1 is still held after the update" test "$renewed_1_1" = t
+next_1_1=$(in_db $from_db -c "SELECT dlock.release('upgrade:held-1.1', '$owner')" -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 minute')" | tail -n 1)
+check "the next token of a lock used under 1.1 is above its last one" test "$next_1_1" -gt "$held_1_1"
+psql -X -q -d postgres -c "DROP DATABASE $from_db"
 
 # --- the regress suite on an updated database ----------------------------
 run_regress() {
