@@ -48,6 +48,7 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "storage/smgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -150,6 +151,22 @@ copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
 }
 
 /*
+ * Whether block exists in rel's main fork. The size this backend last saw is
+ * enough when the block lies below it -- a relation only shrinks under an
+ * AccessExclusiveLock, whose smgr invalidation this backend processed when it
+ * opened the table -- which saves the lseek of asking the kernel on each call.
+ */
+static bool
+block_exists(Relation rel, BlockNumber block)
+{
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	if (known != InvalidBlockNumber && block < known)
+		return true;
+	return block < RelationGetNumberOfBlocks(rel);
+}
+
+/*
  * The row at the location remembered for lock_name, if it is still the
  * visible version of that row. Prunes the page first, as an index scan
  * would, so that the HOT chains of rows found this way stay short.
@@ -164,7 +181,7 @@ read_remembered_row(DlockRows *rows, text *lock_name, Snapshot snapshot, DlockRo
 	bool		found = false;
 
 	if (entry->hash != hash || entry->generation != rows->generation ||
-		ItemPointerGetBlockNumber(&entry->tid) >= RelationGetNumberOfBlocks(rows->rel))
+		!block_exists(rows->rel, ItemPointerGetBlockNumber(&entry->tid)))
 		return false;
 	tuple.t_self = entry->tid;
 	if (heap_fetch(rows->rel, snapshot, &tuple, &buffer, true))

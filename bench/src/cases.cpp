@@ -134,7 +134,10 @@ void put_errors(sink& out, const std::string& case_id, const std::string& sys, l
 // ---------------------------------------------------------------------------
 int case_uncontended(const bench_config& cfg, sink& out) {
     const std::string id = "1";
-    auto systems = choose_systems(id, cfg, known_systems(), out);
+    std::vector<std::string> case_systems;
+    for (const auto& sys : known_systems())
+        if (sys != "floor-handoff-durable") case_systems.push_back(sys); // a case-2 floor
+    auto systems = choose_systems(id, cfg, case_systems, out);
     auto clients = choose_clients(cfg, {1, 8, 32});
     std::map<std::pair<std::string, int>, aggregate> aggs;
 
@@ -324,7 +327,10 @@ order_outcome run_ordered(std::vector<worker>& ws, const std::string& name, cons
 int case_contended(const bench_config& cfg, sink& out) {
     const std::string id = "2";
     auto systems =
-        choose_systems(id, cfg, {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis"}, out);
+        choose_systems(id, cfg,
+                       {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis",
+                        "floor-handoff-durable"},
+                       out);
     // 50: the many-waiter handoff and order targets
     auto clients = choose_clients(cfg, {8, 32, 50});
     std::map<std::pair<std::string, int>, aggregate> aggs;

@@ -241,6 +241,53 @@ std::vector<target> targets(const results& r, const std::string& sys) {
     return t;
 }
 
+// What the server and machine need for the same sequence of writes, without
+// pg_dlock: where such a floor is already past a target's goal, the target is
+// out of reach on this machine and the line says so.
+std::string floor_lines(const results& r) {
+    struct floor_line {
+        std::string target;
+        std::string floor;
+        double floor_ratio; // the floor against the target's own denominator
+        double goal;
+        bool at_least;
+        double dlock_vs_floor; // pg_dlock (SQL) ÷ the floor
+    };
+    std::vector<floor_line> lines;
+    double select1 = r.get("1", "floor-select1", 1, "acq_p50_us");
+    double pair_release = r.get("1", "floor-update-pair", 1, "rel_p50_us");
+    lines.push_back({"Case 1: release p50 at 1 client vs SELECT 1",
+                     "`floor-update-pair`: an asynchronous one-row UPDATE right after a durable one, on one connection",
+                     quotient(pair_release, select1), 2.0, false,
+                     quotient(r.get("1", reference, 1, "rel_p50_us"), pair_release)});
+    lines.push_back({"Case 2: critical sections/s at 8 clients vs blocking pg_advisory_lock",
+                     "`floor-handoff-durable`: pg_advisory_lock with a durable one-row UPDATE after every grant "
+                     "(one WAL flush per handoff, in series)",
+                     quotient(r.get("2", "floor-handoff-durable", 8, "cs_per_s"), r.get("2", "advisory", 8, "cs_per_s")),
+                     0.7, true,
+                     quotient(r.get("2", reference, 8, "cs_per_s"), r.get("2", "floor-handoff-durable", 8, "cs_per_s"))});
+    std::ostringstream md;
+    bool any = false;
+    for (const auto& l : lines)
+        any = any || !std::isnan(l.floor_ratio);
+    if (!any) return "";
+    md << "Floors of the targets: the same writes and commits without pg_dlock, against the target's own "
+          "denominator. A floor past the goal means the target is out of reach on this machine whatever pg_dlock "
+          "does.\n\n"
+       << "| target | floor | floor measured | goal | floor within the goal? | pg_dlock ÷ floor |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const auto& l : lines) {
+        if (std::isnan(l.floor_ratio)) continue;
+        bool within = l.at_least ? l.floor_ratio >= l.goal : l.floor_ratio <= l.goal;
+        md << "| " << l.target << " | " << l.floor << " | " << fmt_target_value(l.floor_ratio, "×") << " | "
+           << (l.at_least ? "≥ " : "≤ ") << fmt_target_value(l.goal, "×") << " | "
+           << (within ? "yes" : "**no**: out of reach here") << " | " << fmt_target_value(l.dlock_vs_floor, "×")
+           << " |\n";
+    }
+    md << "\n";
+    return md.str();
+}
+
 // "inverted of pairs" for case 2, or a dash where it was not measured.
 std::string inversions(const results& r, const std::string& sys, long c) {
     double pairs = r.get("2", sys, c, "order_pairs");
@@ -313,6 +360,7 @@ int write_report(const report_paths& paths) {
                << fmt_target_value(async_ratio, "×") << " the `SELECT 1` round trip (the issue's reference machine: "
                << "2.2×), a durable one " << fmt_target_value(durable_ratio, "×") << ".\n\n";
     }
+    md << floor_lines(r);
 
     if (!paths.summary.empty()) {
         // Key figures, one row per system, each with its ratio to pg_dlock.

@@ -177,6 +177,54 @@ private:
 };
 
 // ---------------------------------------------------------------------------
+// The floor of a durable handoff: a session-level advisory lock whose every
+// grant is followed by a durable one-row UPDATE, in the same statement, before
+// the holder goes on -- what a lock needs at least when each grant must reach
+// disk before its holder acts: one WAL flush per handoff, in series.
+// ---------------------------------------------------------------------------
+class durable_handoff_session final : public lock_session {
+public:
+    explicit durable_handoff_session(const system_options& opts)
+        : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)) {
+        m_conn.prepare("lock", "WITH granted AS (SELECT pg_advisory_lock($1::bigint)) "
+                               "UPDATE bench.floor SET n = n + 1 FROM granted WHERE id = $2::int");
+        m_conn.prepare("try", "WITH granted AS (SELECT pg_try_advisory_lock($1::bigint) AS ok) "
+                              "UPDATE bench.floor SET n = n + 1 FROM granted WHERE granted.ok AND id = $2::int");
+        m_conn.prepare("unlock", "SELECT pg_advisory_unlock($1::bigint)");
+    }
+
+    lease try_acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        bool ok = m_conn.run("try", {key.c_str(), m_slot.c_str()}).affected() == 1;
+        return lease{name, key, 0, ok};
+    }
+
+    lease acquire(const std::string& name) override {
+        std::string key = std::to_string(advisory_key(name));
+        m_conn.run("lock", {key.c_str(), m_slot.c_str()});
+        return lease{name, key, 0, true};
+    }
+
+    void release(const lease& l) override {
+        if (!m_conn.run("unlock", {l.owner.c_str()}).boolean(0, 0))
+            throw std::runtime_error("pg_advisory_unlock returned false");
+    }
+
+    bool renew(const lease&) override { throw std::logic_error("advisory locks have no lease to renew"); }
+    [[nodiscard]] bool can_renew() const override { return false; }
+    pg_conn* pg() override { return &m_conn; }
+    int server_pid() override {
+        if (m_pid == 0) m_pid = backend_pid(m_conn);
+        return m_pid;
+    }
+
+private:
+    pg_conn m_conn;
+    int m_pid = 0;
+    std::string m_slot;
+};
+
+// ---------------------------------------------------------------------------
 // Transaction-level advisory locks. try_acquire is one autocommit statement
 // (lock and unlock in one round trip: the lock manager as the in-database
 // limit); the blocking acquire opens a transaction that release commits.
@@ -284,16 +332,26 @@ private:
 };
 
 // ---------------------------------------------------------------------------
-// Floors: the acquire is the whole operation, release costs nothing.
+// Floors: the acquire is the whole operation, release costs nothing -- except
+// update_pair, whose acquire is a durable one-row UPDATE and whose release an
+// asynchronous UPDATE of the same row right after it: the same sequence of
+// commits as a pg_dlock acquire + release, so its release latency is what the
+// server and machine cost for an async write that follows a WAL flush.
 // ---------------------------------------------------------------------------
 class floor_session final : public lock_session {
 public:
-    enum class kind { select1, update, update_async };
+    enum class kind { select1, update, update_async, update_pair };
 
-    floor_session(const system_options& opts, kind k) : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)) {
+    floor_session(const system_options& opts, kind k) : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)), m_kind(k) {
         if (k == kind::select1) {
             m_conn.prepare("op", "SELECT 1");
             m_has_param = false;
+        } else if (k == kind::update_pair) {
+            // Asynchronous unless the statement raises it for its own transaction.
+            m_conn.exec("SET synchronous_commit = off");
+            m_conn.prepare("op", "WITH durable AS (SELECT pg_catalog.set_config('synchronous_commit', 'on', true)) "
+                                 "UPDATE bench.floor SET n = n + 1 FROM durable WHERE id = $1::int");
+            m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         } else {
             if (k == kind::update_async) m_conn.exec("SET synchronous_commit = off");
             m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
@@ -305,14 +363,16 @@ public:
         return lease{name, "", 0, true};
     }
 
-    void release(const lease&) override {}
+    void release(const lease&) override {
+        if (m_kind == kind::update_pair) m_conn.run("async", {m_slot.c_str()});
+    }
 
     bool renew(const lease&) override {
         op();
         return true;
     }
 
-    [[nodiscard]] bool release_costs_round_trip() const override { return false; }
+    [[nodiscard]] bool release_costs_round_trip() const override { return m_kind == kind::update_pair; }
     pg_conn* pg() override { return &m_conn; }
     int server_pid() override {
         if (m_pid == 0) m_pid = backend_pid(m_conn);
@@ -330,6 +390,7 @@ private:
     pg_conn m_conn;
     int m_pid = 0;
     std::string m_slot;
+    kind m_kind;
     bool m_has_param = true;
 };
 
@@ -368,7 +429,7 @@ void prepare_schema(pg_conn& conn) {
 const std::vector<std::string>& known_systems() {
     static const std::vector<std::string> systems = {
         "dlock-sql", "dlock-cpp",     "sql-lease",    "advisory",           "advisory-xact",
-        "redis",     "floor-select1", "floor-update", "floor-update-async",
+        "redis",     "floor-select1", "floor-update", "floor-update-async", "floor-update-pair", "floor-handoff-durable",
     };
     return systems;
 }
@@ -406,6 +467,8 @@ std::unique_ptr<lock_session> make_session(const std::string& system, const syst
     if (system == "floor-select1") return std::make_unique<floor_session>(opts, floor_session::kind::select1);
     if (system == "floor-update") return std::make_unique<floor_session>(opts, floor_session::kind::update);
     if (system == "floor-update-async") return std::make_unique<floor_session>(opts, floor_session::kind::update_async);
+    if (system == "floor-handoff-durable") return std::make_unique<durable_handoff_session>(opts);
+    if (system == "floor-update-pair") return std::make_unique<floor_session>(opts, floor_session::kind::update_pair);
     throw std::invalid_argument("unknown system \"" + system + "\"");
 }
 
