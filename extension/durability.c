@@ -105,6 +105,9 @@ dlock_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+			/* releases hand their leases to waiters first: that is a grant */
+			dlock_wait_pre_commit();
+
 			/*
 			 * Checked again here: a function's own SET clause, or a SET
 			 * LOCAL after the grant, may have lowered it since.

@@ -14,6 +14,12 @@
  * taken in a transaction that rolls back never existed, and its token is
  * only valid once that transaction commits.
  *
+ * The exception is a lease handed over: a release that frees a lock with
+ * waiters grants it to the longest waiter in its own commit (dlock_hand_off,
+ * see wait.c), and the waiter returns it without writing. Its rollback
+ * cannot undo that grant; it abandons the lease instead, which makes the
+ * lock free for the next attempt (dlock_wait_abandoned).
+ *
  * IDENTIFICATION
  *	  extension/lease.c
  *
@@ -22,6 +28,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
@@ -29,6 +36,8 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -204,21 +213,18 @@ try_new_name_lock(void *arg)
 }
 
 /*
- * Result of one attempt in lease form, in memory context cxt.
+ * A dlock.lease value (lock_name, owner_token, fencing_token, lease_until),
+ * in memory context cxt.
  */
 static HeapTuple
-lease_tuple(TupleDesc tupdesc, MemoryContext cxt, DlockRow *row)
+lease_tuple(TupleDesc tupdesc, MemoryContext cxt, Datum lock_name, Datum owner,
+			Datum token, Datum until)
 {
-	Datum		values[4];
+	Datum		values[4] = {lock_name, owner, token, until};
 	bool		nulls[4] = {false, false, false, false};
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
-	HeapTuple	lease;
+	HeapTuple	lease = heap_form_tuple(tupdesc, values, nulls);
 
-	values[0] = row->values[Anum_lock_name - 1];
-	values[1] = row->values[Anum_owner_token - 1];
-	values[2] = row->values[Anum_fencing_seq - 1];
-	values[3] = row->values[Anum_lease_until - 1];
-	lease = heap_form_tuple(tupdesc, values, nulls);
 	MemoryContextSwitchTo(oldcxt);
 	return lease;
 }
@@ -236,6 +242,61 @@ set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now)
 	row->values[Anum_lease_until - 1] = TimestampTzGetDatum(now + args->ttl_usecs);
 	row->nulls[Anum_lease_until - 1] = false;
 	row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
+}
+
+/*
+ * Set the columns of a new lease granted now to args->owner on an existing
+ * row: the next token, a generation up when the history differs. taken_over
+ * says whether it replaces a lease that expired without release.
+ */
+static int64
+row_next_token(DlockRows *rows, DlockRow *row, int32 timeline)
+{
+	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
+	int32		grant_timeline = DatumGetInt32(row->values[Anum_grant_timeline - 1]);
+	int64		grant_system = rows->natts >= Anum_grant_system ?
+		DatumGetInt64(row->values[Anum_grant_system - 1]) : 0;
+
+	return next_token(token, grant_timeline, grant_system, timeline);
+}
+
+static void
+set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
+			  bool taken_over)
+{
+	int32		timeline = dlock_token_timeline();
+
+	row->values[Anum_fencing_seq - 1] = Int64GetDatum(row_next_token(rows, row, timeline));
+	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+	set_grant_system(row, rows->natts);
+	row->values[Anum_acquisitions - 1] =
+		Int64GetDatum(DatumGetInt64(row->values[Anum_acquisitions - 1]) + 1);
+	row->values[Anum_renewals - 1] = Int64GetDatum(0);
+	row->values[Anum_taken_over - 1] = BoolGetDatum(taken_over);
+	if (taken_over)
+		row->values[Anum_takeovers - 1] =
+			Int64GetDatum(DatumGetInt64(row->values[Anum_takeovers - 1]) + 1);
+	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
+	row->nulls[Anum_acquired_at - 1] = false;
+	set_owner(row, args, now);
+}
+
+/*
+ * Count, audit and announce a new lease just written to row.
+ */
+static void
+lease_granted(const AcquireArgs *args, DlockRow *row, bool taken_over)
+{
+	const char *event = taken_over ? "takeover" : "acquire";
+	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
+
+	dlock_count(STAT_ACQUISITIONS, 1);
+	if (taken_over)
+		dlock_count(STAT_TAKEOVERS, 1);
+	if (dlock_audit_level == DLOCK_AUDIT_ALL)
+		audit_event(event, args->lock_name, token, false, args->holder, NULL);
+	dlock_event(event, args->lock_name, token, args->holder,
+				DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
 }
 
 /*
@@ -343,16 +404,21 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		has_owner = !row.nulls[Anum_owner_token - 1];
 		lease_until = row.nulls[Anum_lease_until - 1] ? 0 :
 			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
+		taken_over = has_owner;
 		if (has_owner && lease_until > now)
 		{
-			if (memcmp(DatumGetUUIDP(row.values[Anum_owner_token - 1]), args->owner,
-					   UUID_LEN) != 0)
+			pg_uuid_t  *holder_owner = DatumGetUUIDP(row.values[Anum_owner_token - 1]);
+
+			if (memcmp(holder_owner, args->owner, UUID_LEN) == 0)
+				new_lease = false;	/* this owner retrying: same lease, same token */
+			else if (dlock_wait_abandoned(args->lock_name, row.xmin, holder_owner))
+				taken_over = false; /* handed to a waiter that never took it */
+			else
 			{
 				attempt->busy_until = lease_until;
 				dlock_rows_close(&rows);
 				return;
 			}
-			new_lease = false;	/* this owner retrying: same lease, same token */
 		}
 
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
@@ -369,53 +435,26 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		}
 
 		if (new_lease)
-		{
-			int64		token = DatumGetInt64(row.values[Anum_fencing_seq - 1]);
-			int32		grant_timeline = DatumGetInt32(row.values[Anum_grant_timeline - 1]);
-			int64		grant_system = rows.natts >= Anum_grant_system ?
-				DatumGetInt64(row.values[Anum_grant_system - 1]) : 0;
-			int32		timeline = dlock_token_timeline();
-
-			taken_over = has_owner;
-			row.values[Anum_fencing_seq - 1] =
-				Int64GetDatum(next_token(token, grant_timeline, grant_system, timeline));
-			row.values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
-			set_grant_system(&row, rows.natts);
-			row.values[Anum_acquisitions - 1] =
-				Int64GetDatum(DatumGetInt64(row.values[Anum_acquisitions - 1]) + 1);
-			row.values[Anum_renewals - 1] = Int64GetDatum(0);
-			row.values[Anum_taken_over - 1] = BoolGetDatum(taken_over);
-			if (taken_over)
-				row.values[Anum_takeovers - 1] =
-					Int64GetDatum(DatumGetInt64(row.values[Anum_takeovers - 1]) + 1);
-			row.values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
-			row.nulls[Anum_acquired_at - 1] = false;
-		}
+			set_new_lease(&rows, &row, args, now, taken_over);
 		else
+		{
 			row.values[Anum_renewals - 1] =
 				Int64GetDatum(DatumGetInt64(row.values[Anum_renewals - 1]) + 1);
-		set_owner(&row, args, now);
+			set_owner(&row, args, now);
+		}
 		dlock_row_update(&rows, &row);
 		break;
 	}
 	dlock_rows_close(&rows);
 
 	attempt->acquired = true;
-	attempt->lease = lease_tuple(tupdesc, cxt, &row);
+	attempt->lease = lease_tuple(tupdesc, cxt, row.values[Anum_lock_name - 1],
+								 row.values[Anum_owner_token - 1],
+								 row.values[Anum_fencing_seq - 1],
+								 row.values[Anum_lease_until - 1]);
 	dlock_require_durable_commit();
 	if (new_lease)
-	{
-		dlock_count(STAT_ACQUISITIONS, 1);
-		if (taken_over)
-			dlock_count(STAT_TAKEOVERS, 1);
-		if (dlock_audit_level == DLOCK_AUDIT_ALL)
-			audit_event(taken_over ? "takeover" : "acquire", args->lock_name,
-						DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
-						args->holder, NULL);
-		dlock_event(taken_over ? "takeover" : "acquire", args->lock_name,
-					DatumGetInt64(row.values[Anum_fencing_seq - 1]), args->holder,
-					DatumGetTimestampTz(row.values[Anum_lease_until - 1]));
-	}
+		lease_granted(args, &row, taken_over);
 }
 
 /*
@@ -481,6 +520,96 @@ lease_expiry(HeapTuple lease, TupleDesc tupdesc)
 }
 
 /*
+ * Take the lease that transaction "offer" granted us in its commit (see
+ * wait.c): wait for it to end -- it was committing when it made the offer --
+ * and, if it committed, return the lease it wrote, as published with the
+ * offer. Reads and writes nothing: the grant is durable already. Not
+ * acquired when that transaction rolled back, or its commit took longer
+ * than the ttl; then the offer is settled and the caller attempts as usual. An offer taken
+ * stands until dlock_wait_finish, so that an error before then abandons it.
+ */
+static void
+take_handed_lease(const AcquireArgs *args, TransactionId offer, TupleDesc tupdesc,
+				  MemoryContext cxt, AcquireAttempt *attempt)
+{
+	bool		committed;
+	int64		token;
+	TimestampTz until;
+
+	attempt->acquired = false;
+
+	/*
+	 * Woken at its commit, it has normally left the proc array already --
+	 * after its commit record was flushed and synchronous standbys confirmed
+	 * it -- and there is nothing to wait for.
+	 */
+	if (TransactionIdIsInProgress(offer))
+		XactLockTableWait(offer, NULL, NULL, XLTW_None);
+	committed = TransactionIdDidCommit(offer);
+	if (!committed)
+	{
+		dlock_wait_offer_settled();
+		return;
+	}
+
+	dlock_wait_offered_lease(&token, &until);
+	if (until > GetCurrentTimestamp())
+	{
+		attempt->lease = lease_tuple(tupdesc, cxt, PointerGetDatum(args->lock_name),
+									 UUIDPGetDatum(args->owner), Int64GetDatum(token),
+									 TimestampTzGetDatum(until));
+		attempt->acquired = true;
+	}
+	else
+		dlock_wait_offer_settled();
+}
+
+/*
+ * Hand the lease of lock_name, released by the current transaction, to the
+ * longest waiter, in this transaction: called just before it commits
+ * (dlock_wait_pre_commit), when no user code runs any more. Does nothing
+ * when the lock is not free any more (taken again later in the
+ * transaction) or nobody waits. The transaction then commits durably, like
+ * any grant.
+ */
+void
+dlock_hand_off(text *lock_name)
+{
+	DlockRows	rows;
+	DlockRow	row;
+	DlockHandoff to;
+	TimestampTz now = GetCurrentTimestamp();
+
+	dlock_rows_open(&rows);
+
+	/*
+	 * The newest version is this transaction's own release, whose row lock
+	 * it holds: nobody else can have changed it.
+	 */
+	if (dlock_row_read(&rows, lock_name, &row) &&
+		row.nulls[Anum_owner_token - 1] &&
+		TransactionIdIsCurrentTransactionId(row.xmin) &&
+		dlock_wait_offer_head(lock_name,
+							  row_next_token(&rows, &row, dlock_token_timeline()),
+							  now, &to))
+	{
+		AcquireArgs args;
+
+		args.lock_name = lock_name;
+		args.ttl_usecs = to.ttl_usecs;
+		args.owner = palloc(sizeof(pg_uuid_t));
+		*args.owner = to.owner;
+		args.holder = to.holder_len < 0 ? NULL :
+			cstring_to_text_with_len(to.holder, to.holder_len);
+		set_new_lease(&rows, &row, &args, now, false);
+		dlock_row_update(&rows, &row);
+		dlock_require_durable_commit();
+		lease_granted(&args, &row, false);
+	}
+	dlock_rows_close(&rows);
+}
+
+/*
  * dlock.acquire(lock_name, ttl, wait, owner_token, holder) returns dlock.lease
  *
  * Waits in the server without holding a row lock or a transaction ID between
@@ -522,22 +651,43 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		int64		waited_usecs = 0;
+		TransactionId handed_by = InvalidTransactionId;
 
 		/*
 		 * Callers already waiting for this lock go first, in arrival order;
-		 * dlock_wait_turn says when it is our turn to attempt.
+		 * dlock_wait_turn says when it is our turn to attempt, or when a
+		 * release has handed us the lease.
 		 */
-		dlock_wait_prepare(args.lock_name, wait_usecs);
+		dlock_wait_prepare(args.lock_name, wait_usecs, args.owner, args.ttl_usecs,
+						   args.holder);
 		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
 		{
+			TransactionId offer = dlock_wait_offer();
+
+			if (TransactionIdIsValid(offer))
+			{
+				take_handed_lease(&args, offer, tupdesc, cxt, &attempt);
+				if (attempt.acquired)
+				{
+					handed_by = offer;
+					break;
+				}
+			}
 			attempt_grant(&args, tupdesc, cxt, deadline, &attempt);
 			if (attempt.acquired)
+			{
+				/*
+				 * An offer made meanwhile was for the lease just taken (the
+				 * attempt found it ours): a rollback must abandon it.
+				 */
+				handed_by = dlock_wait_offer();
 				break;
+			}
 			waited_usecs = usecs_since(started);
 		}
 		dlock_wait_finish(attempt.acquired,
 						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
-						  usecs_since(started));
+						  usecs_since(started), handed_by);
 	}
 	PG_FINALLY();
 	{
@@ -639,15 +789,14 @@ dlock_renew(PG_FUNCTION_ARGS)
 
 /*
  * A lease ended (release or force release) with fencing token "token" held
- * by "holder": wake the waiters once the transaction commits, count it, and
- * audit it as "event" when dlock.audit is at least audit_from.
+ * by "holder": count it, and audit it as "event" when dlock.audit is at
+ * least audit_from. The caller sees to the waiters.
  */
 static void
 lease_ended(text *lock_name, const char *event, DlockCounter counter,
 			DlockAuditLevel audit_from, const char *reason,
 			int64 token, bool token_isnull, text *holder)
 {
-	dlock_wake_waiters(lock_name);
 	dlock_count(counter, 1);
 	dlock_event(event, lock_name, token, holder, GetCurrentTimestamp());
 	if (dlock_audit_level >= (int) audit_from)
@@ -674,6 +823,7 @@ dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 	Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
 									   SPI_tuptable->tupdesc, 2, &holder_isnull);
 
+	dlock_wake_waiters(lock_name);
 	lease_ended(lock_name, event, counter, audit_from, reason,
 				token_isnull ? 0 : DatumGetInt64(token), token_isnull,
 				holder_isnull ? NULL : DatumGetTextPP(holder));
@@ -700,6 +850,8 @@ dlock_release(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	dlock_allow_async_release(had_xid);
+	/* the longest waiter gets the lease in this transaction's commit */
+	dlock_hand_off_at_commit(lock_name);
 	lease_ended(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
 				DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
 				row.nulls[Anum_holder - 1] ? NULL :

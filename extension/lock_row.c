@@ -148,6 +148,7 @@ copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
 			row->values[i] = datumCopy(row->values[i], false, att->attlen);
 	}
 	row->tid = tuple->t_self;
+	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 }
 
 /*
@@ -213,7 +214,6 @@ read_remembered_row(DlockRows *rows, text *lock_name, Snapshot snapshot, DlockRo
 bool
 dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	TupleTableSlot *slot;
 	ScanKeyData key;
@@ -236,18 +236,10 @@ dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
 	{
-		slot_getallattrs(slot);
-		row->values = palloc(sizeof(Datum) * rows->natts);
-		row->nulls = palloc(sizeof(bool) * rows->natts);
-		for (int i = 0; i < rows->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		bool		should_free;
 
-			row->nulls[i] = slot->tts_isnull[i];
-			row->values[i] = row->nulls[i] ? (Datum) 0 :
-				datumCopy(slot->tts_values[i], att->attbyval, att->attlen);
-		}
-		row->tid = slot->tts_tid;
+		copy_row(rows, ExecFetchSlotHeapTuple(slot, false, &should_free), row);
+		Assert(!should_free);
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);

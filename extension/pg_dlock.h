@@ -15,6 +15,7 @@
 
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "nodes/lockoptions.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
@@ -126,6 +127,7 @@ typedef struct DlockRows
 typedef struct DlockRow
 {
 	ItemPointerData tid;
+	TransactionId xmin;			/* of the version read */
 	Datum	   *values;			/* indexed by attribute number - 1 */
 	bool	   *nulls;
 } DlockRow;
@@ -155,11 +157,31 @@ extern void dlock_allow_async_release(bool had_xid_before);
 extern void dlock_durability_init(void);
 
 /* wait.c */
-extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs);
+
+/* What a release needs to grant the lease to a waiter (dlock_wait_offer_head) */
+typedef struct DlockHandoff
+{
+	pg_uuid_t	owner;
+	int64		ttl_usecs;
+	int			holder_len;		/* -1: no holder */
+	char		holder[DLOCK_MAX_HOLDER_CHARS * MAX_MULTIBYTE_CHAR_LEN];
+} DlockHandoff;
+
+extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
+							   int64 ttl_usecs, text *holder);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
-extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs);
+extern TransactionId dlock_wait_offer(void);
+extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);
+extern void dlock_wait_offer_settled(void);
+extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs,
+							  TransactionId handed_by);
 extern void dlock_wait_leave(void);
 extern void dlock_wake_waiters(text *lock_name);
+extern void dlock_hand_off_at_commit(text *lock_name);
+extern bool dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now,
+								  DlockHandoff *to);
+extern bool dlock_wait_abandoned(text *lock_name, TransactionId xmin, const pg_uuid_t *owner);
+extern void dlock_wait_pre_commit(void);
 extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);
 extern void dlock_wait_init(void);
@@ -196,6 +218,7 @@ extern Size dlock_stats_shmem_size(void);
 extern void dlock_stats_shmem_init(void);
 
 /* lease.c */
+extern void dlock_hand_off(text *lock_name);
 extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 							  DlockAuditLevel audit_from, const char *reason);
 

@@ -41,8 +41,26 @@
  * release in a prepared transaction committed by another session), and
  * every sleep ends when the caller's wait does.
  *
+ * Handoff. A dlock.release that frees a lock somebody waits for does not
+ * just wake the head: just before its transaction commits it grants the
+ * lease to the head itself, in the same commit, as the lock manager grants a
+ * lock to its first waiter before waking it (proc.c, ProcLockWakeup). Each
+ * waiter publishes what a grant needs (owner token, ttl, holder) in its
+ * entry; the releasing transaction marks the head "offered" with its
+ * transaction ID under the queue's mutex, writes the grant, commits durably
+ * (a grant always does), and wakes the head. The head waits for that
+ * transaction to end and, once it has committed, returns the lease as the
+ * row shows it, writing nothing. A lease handed over must never be lost
+ * silently, also when its waiter is gone by the time the grant commits: a
+ * waiter that leaves with an offer pending (its wait ran out, cancel, exit)
+ * or whose transaction rolls back after it returned a handed lease records
+ * that lease as abandoned in its queue -- the name, the handing
+ * transaction, the owner token. An attempt that finds a live lease whose
+ * row version is exactly that grant treats the lock as free: the lease was
+ * never delivered to anyone.
+ *
  * Without preloading there is no shared memory: waiters poll, with a short
- * jittered sleep, and no order is kept.
+ * jittered sleep, and no order is kept; a release hands nothing over.
  *
  * IDENTIFICATION
  *	  extension/wait.c
@@ -51,6 +69,7 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "mb/pg_wchar.h"
@@ -79,8 +98,12 @@
 
 #define WAIT_SLOTS 1024
 
-/* A lock name in bytes, at most */
+/* A lock name and a holder in bytes, at most */
 #define MAX_NAME_BYTES (DLOCK_MAX_NAME_CHARS * MAX_MULTIBYTE_CHAR_LEN)
+#define MAX_HOLDER_BYTES (DLOCK_MAX_HOLDER_CHARS * MAX_MULTIBYTE_CHAR_LEN)
+
+/* Abandoned handed-over leases remembered per queue, the oldest replaced */
+#define ABANDONED_PER_QUEUE 4
 
 /* Longest sleep of a queue's head, and of a waiter behind it */
 #define MAX_HEAD_SLEEP_MS 500
@@ -92,12 +115,27 @@
 /* No waiter: end of a queue */
 #define NO_WAITER (-1)
 
+/*
+ * A lease granted by a release to a waiter that never returned it: the row
+ * version written by transaction xid for owner.
+ */
+typedef struct AbandonedLease
+{
+	TransactionId xid;			/* InvalidTransactionId: empty */
+	Oid			dbid;
+	uint64		hash;
+	pg_uuid_t	owner;
+} AbandonedLease;
+
 /* One queue of waiters, in arrival order */
 typedef struct WaitQueue
 {
-	slock_t		mutex;			/* protects the queue and its entries' links */
+	slock_t		mutex;			/* protects the queue, its entries' links and
+								 * offers, and abandoned[] */
 	int			first;			/* index of the oldest waiter, or NO_WAITER */
 	int			last;			/* index of the newest waiter, or NO_WAITER */
+	int			next_abandoned; /* slot of abandoned[] to fill next */
+	AbandonedLease abandoned[ABANDONED_PER_QUEUE];
 } WaitQueue;
 
 /*
@@ -113,9 +151,19 @@ typedef struct Waiter
 	TimestampTz busy_until;		/* expiry of the lease granted before us */
 	TimestampTz sleep_until;	/* when the current sleep ends, 0 if awake */
 	pg_atomic_uint32 wakeups;	/* counts wake-ups sent to this waiter */
+	TransactionId offered_xid;	/* a release that granted us the lease in its
+								 * commit, else InvalidTransactionId */
+	int64		offered_token;	/* the lease it granted */
+	TimestampTz offered_until;
+	Oid			dbid;			/* names are per database */
 	uint64		hash;
 	int			name_len;
+	/* what a release needs to grant the lease to this waiter */
+	pg_uuid_t	owner;
+	int64		ttl_usecs;
+	int			holder_len;		/* -1: no holder */
 	char		name[MAX_NAME_BYTES];
+	char		holder[MAX_HOLDER_BYTES];
 } Waiter;
 
 typedef struct DlockWaitShared
@@ -147,6 +195,11 @@ typedef struct PendingWakeup
 	int			nest_level;
 	bool		at_commit;		/* a release: wake the head on commit */
 	bool		at_abort;		/* a grant: wake the next waiter on rollback */
+	text	   *handoff_name;	/* a release: hand the lease over at commit
+								 * (in TopMemoryContext), else NULL */
+	TransactionId handed_xid;	/* a grant handed over by this transaction's
+								 * release: abandon it on rollback */
+	pg_uuid_t	handed_owner;
 } PendingWakeup;
 
 static PendingWakeup *pending = NULL;
@@ -169,8 +222,32 @@ queue_of(uint64 hash)
 static bool
 same_name(const Waiter *a, const Waiter *b)
 {
-	return a->hash == b->hash && a->name_len == b->name_len &&
+	return a->hash == b->hash && a->dbid == b->dbid && a->name_len == b->name_len &&
 		memcmp(a->name, b->name, a->name_len) == 0;
+}
+
+/* Whether w waits for lock_name of this database */
+static bool
+waits_for(const Waiter *w, uint64 hash, const char *name, int len)
+{
+	return w->hash == hash && w->dbid == MyDatabaseId && w->name_len == len &&
+		memcmp(w->name, name, len) == 0;
+}
+
+/*
+ * Remember that the lease transaction xid granted to owner was never
+ * returned; caller holds q's mutex.
+ */
+static void
+abandon_lease(WaitQueue *q, Oid dbid, uint64 hash, TransactionId xid, const pg_uuid_t *owner)
+{
+	AbandonedLease *a = &q->abandoned[q->next_abandoned];
+
+	q->next_abandoned = (q->next_abandoned + 1) % ABANDONED_PER_QUEUE;
+	a->xid = xid;
+	a->dbid = dbid;
+	a->hash = hash;
+	a->owner = *owner;
 }
 
 /*
@@ -223,10 +300,12 @@ wake_heads(uint64 hash)
  * Take this backend out of its queue; the next waiter for the name becomes
  * the head. Leaving without the lock (granted_until = 0) wakes it to
  * attempt. Leaving with a lease that expires at granted_until hands it that
- * expiry, and sets its latch only if it planned to sleep past it.
+ * expiry, and sets its latch only if it planned to sleep past it. An offer
+ * still standing is abandoned, unless it is taken_offer, the one whose
+ * lease the caller took.
  */
 static void
-leave_queue(TimestampTz granted_until)
+leave_queue(TimestampTz granted_until, TransactionId taken_offer)
 {
 	WaitQueue  *q;
 	int			successor = NO_WAITER;
@@ -237,6 +316,17 @@ leave_queue(TimestampTz granted_until)
 	q = &wait_shared->queues[me->queue];
 
 	SpinLockAcquire(&q->mutex);
+	if (TransactionIdIsValid(me->offered_xid) &&
+		!TransactionIdEquals(me->offered_xid, taken_offer))
+	{
+		/*
+		 * A release is granting us the lease in its commit, or has: leaving
+		 * now, we will never return it.
+		 */
+		abandon_lease(q, me->dbid, me->hash, me->offered_xid, &me->owner);
+		granted_until = 0;
+	}
+	me->offered_xid = InvalidTransactionId;
 	if (me->head)
 	{
 		for (int i = me->next; i != NO_WAITER; i = wait_shared->waiters[i].next)
@@ -282,14 +372,14 @@ leave_queue(TimestampTz granted_until)
 static void
 wait_exit_callback(int code, Datum arg)
 {
-	leave_queue(0);
+	leave_queue(0, InvalidTransactionId);
 }
 
 /*
  * Join the tail of lock_name's queue.
  */
 static void
-join_queue(text *lock_name)
+join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holder)
 {
 	static bool exit_callback_registered = false;
 	int			index = MyProc->pgprocno;
@@ -309,9 +399,19 @@ join_queue(text *lock_name)
 	}
 
 	w = &wait_shared->waiters[index];
+	w->dbid = MyDatabaseId;
 	w->hash = name_hash(name, len);
 	w->name_len = len;
 	memcpy(w->name, name, len);
+	w->owner = *owner;
+	w->ttl_usecs = ttl_usecs;
+	w->holder_len = -1;
+	if (holder != NULL)
+	{
+		w->holder_len = Min(VARSIZE_ANY_EXHDR(holder), MAX_HOLDER_BYTES);
+		memcpy(w->holder, VARDATA_ANY(holder), w->holder_len);
+	}
+	w->offered_xid = InvalidTransactionId;
 	seen_wakeups = pg_atomic_read_u32(&w->wakeups);
 	q = queue_of(w->hash);
 
@@ -339,20 +439,150 @@ join_queue(text *lock_name)
 }
 
 /*
- * Start a dlock.acquire call that may wait up to wait_usecs. With shared
- * memory and a non-zero wait, this joins lock_name's queue, before the
- * first attempt, so that a release committed between that attempt and the
- * first sleep still wakes us. Call it inside the PG_TRY whose PG_FINALLY
- * calls dlock_wait_leave.
+ * Start a dlock.acquire call that may wait up to wait_usecs, for a lease of
+ * ttl_usecs for owner (holder may be NULL). With shared memory and a non-zero
+ * wait, this joins lock_name's queue, before the first attempt, so that a
+ * release committed between that attempt and the first sleep still wakes
+ * us; a release may then hand us the lease (dlock_wait_offer). Call it
+ * inside the PG_TRY whose PG_FINALLY calls dlock_wait_leave.
  */
 void
-dlock_wait_prepare(text *lock_name, int64 wait_usecs)
+dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
+				   int64 ttl_usecs, text *holder)
 {
-	leave_queue(0);				/* never left over, but be sure */
+	leave_queue(0, InvalidTransactionId);	/* never left over, but be sure */
 	turns = 0;
 	slept = false;
 	if (wait_shared != NULL && wait_usecs > 0)
-		join_queue(lock_name);
+		join_queue(lock_name, owner, ttl_usecs, holder);
+}
+
+/*
+ * The transaction that handed us the lease in its commit, if a release did;
+ * else InvalidTransactionId. The offer stands until dlock_wait_offer_settled,
+ * or until we leave the queue: with its lease (dlock_wait_finish) or
+ * without, which abandons it.
+ */
+TransactionId
+dlock_wait_offer(void)
+{
+	WaitQueue  *q;
+	TransactionId xid;
+
+	if (me == NULL)
+		return InvalidTransactionId;
+	q = &wait_shared->queues[me->queue];
+	SpinLockAcquire(&q->mutex);
+	xid = me->offered_xid;
+	SpinLockRelease(&q->mutex);
+	return xid;
+}
+
+/*
+ * The fencing token and expiry of the lease offered to us; call only while
+ * dlock_wait_offer reports the offer.
+ */
+void
+dlock_wait_offered_lease(int64 *token, TimestampTz *until)
+{
+	WaitQueue  *q = &wait_shared->queues[me->queue];
+
+	SpinLockAcquire(&q->mutex);
+	*token = me->offered_token;
+	*until = me->offered_until;
+	SpinLockRelease(&q->mutex);
+}
+
+/*
+ * The offer came to nothing: its transaction rolled back, or the lease is
+ * not ours any more. (An offer whose lease the caller took ends with
+ * dlock_wait_finish.)
+ */
+void
+dlock_wait_offer_settled(void)
+{
+	WaitQueue  *q;
+
+	if (me == NULL)
+		return;
+	q = &wait_shared->queues[me->queue];
+	SpinLockAcquire(&q->mutex);
+	me->offered_xid = InvalidTransactionId;
+	SpinLockRelease(&q->mutex);
+}
+
+/*
+ * Offer lock_name's lease, with fencing token "token" and starting at "now",
+ * to the head of its queue, on behalf of the current transaction, which is
+ * about to commit: on success the head will take the lease this transaction
+ * writes for it, and *to says what to write. False when nobody waits, or the
+ * head already has an offer.
+ */
+bool
+dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandoff *to)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash;
+	WaitQueue  *q;
+	bool		offered = false;
+
+	if (wait_shared == NULL)
+		return false;
+	hash = name_hash(name, len);
+	q = queue_of(hash);
+
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+	{
+		Waiter	   *w = &wait_shared->waiters[i];
+
+		if (!w->head || !waits_for(w, hash, name, len))
+			continue;
+		if (!TransactionIdIsValid(w->offered_xid))
+		{
+			w->offered_xid = GetTopTransactionId();
+			w->offered_token = token;
+			w->offered_until = now + w->ttl_usecs;
+			to->owner = w->owner;
+			to->ttl_usecs = w->ttl_usecs;
+			to->holder_len = w->holder_len;
+			if (w->holder_len > 0)
+				memcpy(to->holder, w->holder, w->holder_len);
+			offered = true;
+		}
+		break;
+	}
+	SpinLockRelease(&q->mutex);
+	return offered;
+}
+
+/*
+ * Whether the live lease of lock_name that transaction xmin granted to owner
+ * was handed over to a waiter that never returned it: such a lock is free.
+ */
+bool
+dlock_wait_abandoned(text *lock_name, TransactionId xmin, const pg_uuid_t *owner)
+{
+	uint64		hash;
+	WaitQueue  *q;
+	bool		found = false;
+
+	if (wait_shared == NULL || !TransactionIdIsNormal(xmin))
+		return false;
+	hash = name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name));
+	q = queue_of(hash);
+
+	SpinLockAcquire(&q->mutex);
+	for (int i = 0; i < ABANDONED_PER_QUEUE && !found; i++)
+	{
+		AbandonedLease *a = &q->abandoned[i];
+
+		found = TransactionIdEquals(a->xid, xmin) && a->hash == hash &&
+			a->dbid == MyDatabaseId && memcmp(&a->owner, owner, sizeof(pg_uuid_t)) == 0;
+	}
+	SpinLockRelease(&q->mutex);
+	return found;
 }
 
 static int64
@@ -422,7 +652,9 @@ plan_turn(TimestampTz now, TimestampTz deadline, TimestampTz busy_until,
 	}
 
 	SpinLockAcquire(&q->mutex);
-	if (me->head && (attempt_due || now >= deadline))
+	if (TransactionIdIsValid(me->offered_xid))
+		usecs = -1;				/* take the lease handed to us, even late */
+	else if (me->head && (attempt_due || now >= deadline))
 		usecs = -1;
 	else if (now >= deadline)
 		usecs = 0;
@@ -471,7 +703,7 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 		return true;
 	}
 
-	if (!first && remaining_usecs <= 0)
+	if (!first && remaining_usecs <= 0 && !TransactionIdIsValid(dlock_wait_offer()))
 		return false;
 	deadline = GetCurrentTimestamp() + Max(remaining_usecs, 0);
 	for (;;)
@@ -492,14 +724,15 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
  * Remember a wake-up to send when the transaction commits (a release) or
  * rolls back (a grant).
  */
-static void
+static PendingWakeup *
 add_pending(uint64 hash, bool grant)
 {
 	int			level = GetCurrentTransactionNestLevel();
 	PendingWakeup *p = NULL;
 
 	for (int i = 0; i < npending && p == NULL; i++)
-		if (pending[i].hash == hash && pending[i].nest_level == level)
+		if (pending[i].hash == hash && pending[i].nest_level == level &&
+			pending[i].handoff_name == NULL && !TransactionIdIsValid(pending[i].handed_xid))
 			p = &pending[i];
 	if (p == NULL)
 	{
@@ -515,26 +748,48 @@ add_pending(uint64 hash, bool grant)
 		p->nest_level = level;
 		p->at_commit = false;
 		p->at_abort = false;
+		p->handoff_name = NULL;
+		p->handed_xid = InvalidTransactionId;
 	}
 	if (grant)
 		p->at_abort = true;
 	else
 		p->at_commit = true;
+	return p;
+}
+
+/* Forget the pending wake-ups from index "from" on */
+static void
+drop_pending(int from)
+{
+	for (int i = from; i < npending; i++)
+		if (pending[i].handoff_name != NULL)
+			pfree(pending[i].handoff_name);
+	npending = from;
 }
 
 /*
  * The call is over (acquired or given up); count the wait if there was one.
  * A waiter that got the lock, a lease expiring at lease_until, leaves its
  * queue and hands that expiry to the waiter behind it, which is woken to
- * attempt only if this transaction rolls back.
+ * attempt only if this transaction rolls back. handed_by is the transaction
+ * that handed us the lease, if one did: rolling back cannot undo its grant,
+ * so it abandons the lease instead.
  */
 void
-dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs)
+dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs,
+				  TransactionId handed_by)
 {
 	if (me != NULL && acquired)
 	{
-		add_pending(me->hash, true);
-		leave_queue(lease_until);
+		PendingWakeup *p = add_pending(me->hash, true);
+
+		if (TransactionIdIsValid(handed_by))
+		{
+			p->handed_xid = handed_by;
+			p->handed_owner = me->owner;
+		}
+		leave_queue(lease_until, handed_by);
 	}
 	if (slept || turns > 1)
 	{
@@ -551,7 +806,7 @@ dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs)
 void
 dlock_wait_leave(void)
 {
-	leave_queue(0);
+	leave_queue(0, InvalidTransactionId);
 }
 
 /*
@@ -561,8 +816,78 @@ void
 dlock_wake_waiters(text *lock_name)
 {
 	if (wait_shared != NULL)
-		add_pending(name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name)),
-					false);
+		(void) add_pending(name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name)),
+						   false);
+}
+
+/*
+ * Like dlock_wake_waiters, for a release: just before the transaction
+ * commits, dlock_wait_pre_commit hands the lease to the head of the queue,
+ * if the lock is still free then and somebody waits.
+ */
+void
+dlock_hand_off_at_commit(text *lock_name)
+{
+	PendingWakeup *p;
+
+	if (wait_shared == NULL)
+		return;
+	p = add_pending(name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name)), false);
+	if (p->handoff_name == NULL)
+	{
+		Size		size = VARSIZE_ANY(lock_name);
+
+		p->handoff_name = MemoryContextAlloc(TopMemoryContext, size);
+		memcpy(p->handoff_name, lock_name, size);
+	}
+}
+
+/*
+ * Whether anybody waits for lock_name; a waiter arriving just after the
+ * answer is woken at commit instead, and attempts.
+ */
+static bool
+has_head(text *lock_name)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash = name_hash(name, len);
+	WaitQueue  *q = queue_of(hash);
+	bool		found = false;
+
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER && !found; i = wait_shared->waiters[i].next)
+		found = wait_shared->waiters[i].head &&
+			waits_for(&wait_shared->waiters[i], hash, name, len);
+	SpinLockRelease(&q->mutex);
+	return found;
+}
+
+/*
+ * A lease handed to this transaction is given up by its rollback.
+ */
+static void
+record_abandoned(PendingWakeup *p)
+{
+	WaitQueue  *q = queue_of(p->hash);
+
+	SpinLockAcquire(&q->mutex);
+	abandon_lease(q, MyDatabaseId, p->hash, p->handed_xid, &p->handed_owner);
+	SpinLockRelease(&q->mutex);
+}
+
+/*
+ * At pre-commit of a top-level transaction (durability.c calls it before it
+ * decides how the transaction commits): hand over the leases of the locks
+ * this transaction released, to their longest waiters.
+ */
+void
+dlock_wait_pre_commit(void)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i].at_commit && pending[i].handoff_name != NULL &&
+			has_head(pending[i].handoff_name))
+			dlock_hand_off(pending[i].handoff_name);
 }
 
 static void
@@ -575,15 +900,22 @@ wait_xact_callback(XactEvent event, void *arg)
 		return;
 	if (commit || abort)
 		for (int i = 0; i < npending; i++)
-			if (commit ? pending[i].at_commit : pending[i].at_abort)
-				wake_heads(pending[i].hash);
+		{
+			PendingWakeup *p = &pending[i];
+
+			if (abort && TransactionIdIsValid(p->handed_xid))
+				record_abandoned(p);
+			/* an aborted release wakes a head it may have made an offer to */
+			if (commit ? p->at_commit : (p->at_abort || p->handoff_name != NULL))
+				wake_heads(p->hash);
+		}
 
 	/*
 	 * A prepared transaction's releases wake nobody: the waiters find out on
 	 * their timer.
 	 */
 	if (commit || abort || event == XACT_EVENT_PREPARE)
-		npending = 0;
+		drop_pending(0);
 }
 
 /*
@@ -608,8 +940,12 @@ wait_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		{
 			if (event == SUBXACT_EVENT_ABORT_SUB)
 			{
+				if (TransactionIdIsValid(p.handed_xid))
+					record_abandoned(&p);
 				if (p.at_abort)
 					wake_heads(p.hash);
+				if (p.handoff_name != NULL)
+					pfree(p.handoff_name);
 				continue;
 			}
 			p.nest_level = level - 1;
@@ -657,10 +993,17 @@ dlock_wait_shmem_init(void)
 			wait_shared->queues[i].first = NO_WAITER;
 			wait_shared->queues[i].last = NO_WAITER;
 		}
+		for (int i = 0; i < WAIT_SLOTS; i++)
+		{
+			wait_shared->queues[i].next_abandoned = 0;
+			for (int j = 0; j < ABANDONED_PER_QUEUE; j++)
+				wait_shared->queues[i].abandoned[j].xid = InvalidTransactionId;
+		}
 		for (int i = 0; i < wait_shared->nwaiters; i++)
 		{
 			wait_shared->waiters[i].queue = NO_WAITER;
 			wait_shared->waiters[i].head = false;
+			wait_shared->waiters[i].offered_xid = InvalidTransactionId;
 			pg_atomic_init_u32(&wait_shared->waiters[i].wakeups, 0);
 		}
 	}

@@ -5,9 +5,12 @@
 # order is known. Then the holder releases and every waiter, once granted,
 # releases at once. Fencing tokens grow with every grant, so sorting the
 # waiters by token gives the grant order; every pair granted against its
-# arrival order is an inversion. Meanwhile another session keeps taking the
-# lock with try_acquire (which never queues), so that woken waiters lose
-# attempts: a waiter that loses must keep its place.
+# arrival order is an inversion. A release hands the lease straight to the
+# next waiter, leaving nothing to take; every third waiter instead ends its
+# lease with dlock.force_release, which hands nothing over and only wakes the
+# next. Meanwhile another session keeps taking the lock with try_acquire
+# (which never queues), so that woken waiters lose attempts after those:
+# a waiter that loses must keep its place.
 set -uo pipefail
 . "$DLOCK_ROOT/tests/lib/check.sh"
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
@@ -37,9 +40,11 @@ sql "SELECT dlock.try_acquire('$name', '5 minutes', '$holder')" >/dev/null
 pids=()
 arrived=0
 for i in $(seq 1 "$waiters"); do
+	end="dlock.release('$name', '$(owner "$i")')"
+	[ $((i % 3)) -eq 0 ] && end="dlock.force_release('$name', 'fifo test: no handoff')"
 	psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/w$i" 2>&1 <<-EOF &
 		SELECT fencing_token FROM dlock.acquire('$name', '5 minutes', '2 minutes', '$(owner "$i")');
-		SELECT dlock.release('$name', '$(owner "$i")');
+		SELECT $end;
 	EOF
 	pids+=($!)
 	for _ in $(seq 1 500); do
@@ -81,7 +86,7 @@ for i in $(seq 1 "$waiters"); do
 done >"$dir/tokens"
 check "every waiter was granted the lock ($granted of $waiters)" test "$granted" -eq "$waiters"
 barged=$(grep -c '^t$' "$dir/barger.out")
-check "try_acquire took the lock between grants ($barged times), so woken waiters lost attempts" test "$barged" -gt 0
+check "try_acquire took the lock after force releases ($barged times), so woken waiters lost attempts" test "$barged" -gt 0
 late=$(head -n 1 "$dir/late")
 last=$(sort -n "$dir/tokens" | tail -n 1)
 check "a latecomer asking while the lock passes down the queue is granted after all $waiters" \
