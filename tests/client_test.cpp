@@ -129,6 +129,36 @@ TEST_F(client_test, waiting_acquire_does_not_hold_up_a_release_on_the_same_clien
     EXPECT_TRUE(waiting.get().valid());
 }
 
+// Each call is one round trip: the server receives the statement in the same
+// message as the SET LOCAL statement_timeout that bounds it (a simple query of
+// its own implicit transaction), as pg_stat_activity shows while it waits.
+TEST_F(client_test, a_call_is_one_round_trip_that_carries_its_own_statement_timeout) {
+    const auto name = unique_name("one-trip");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    dlock::client c;
+    auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
+    std::string query;
+    ASSERT_TRUE(eventually(
+        [&] {
+            pqxx::nontransaction tx{admin()};
+            const auto r = tx.exec_params("SELECT query FROM pg_stat_activity WHERE state = 'active' AND "
+                                          "wait_event_type = 'Extension' AND strpos(query, $1) > 0 AND "
+                                          "pid <> pg_backend_pid()",
+                                          name);
+            if (r.empty()) return false;
+            query = r[0][0].as<std::string>();
+            return true;
+        },
+        3s));
+    EXPECT_EQ(query.rfind("SET LOCAL statement_timeout = ", 0), 0u) << query;
+    EXPECT_NE(query.find("SET LOCAL client_connection_check_interval = 1000;"), std::string::npos) << query;
+    EXPECT_NE(query.find("dlock.acquire("), std::string::npos) << query;
+    EXPECT_EQ(held->release(), dlock::outcome::done);
+    EXPECT_TRUE(waiting.get().valid());
+}
+
 // The client deadline must never be later than the server's lease_until minus
 // the round trip of the query that observed it (measured from its send time).
 TEST_F(client_test, deadline_is_never_later_than_server_lease_until_minus_round_trip) {

@@ -32,9 +32,11 @@
 
 namespace dlock::internal {
 
-/// SQL of the library's calls. They run as unnamed statements (exec_params):
-/// nothing is prepared by name and nothing is set for the session, so the
-/// library works through PgBouncer in transaction pooling.
+/// SQL of the library's calls, with placeholders $1..$9. On the library's own
+/// connections they run through call() (one simple query, the values quoted),
+/// in a caller's transaction as unnamed statements (exec_params): nothing is
+/// prepared by name and nothing is set for the session, so the library works
+/// through PgBouncer in transaction pooling.
 namespace sql {
 extern const char* const try_acquire;
 extern const char* const acquire;
@@ -87,12 +89,22 @@ private:
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
 };
 
+/// The text of one call: `statement` with its placeholders $1, $2, ... replaced
+/// by the values in `literals`, each already quoted by the connection
+/// (PQescapeLiteral), after SET LOCAL statement_timeout and
+/// client_connection_check_interval -- one simple query. See call().
+[[nodiscard]] std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
+                                    const std::vector<std::string>& literals);
+
 /// Runs one statement of the library as a transaction of its own on s, with
 /// every setting local to that transaction (a pooler may give the next
-/// transaction another server connection): BEGIN and SET LOCAL
-/// statement_timeout and client_connection_check_interval in one round trip,
-/// the statement (unnamed, with parameters), COMMIT. Throws what libpqxx
-/// throws (the caller maps it), after rolling back what it began.
+/// transaction another server connection), in one round trip: a simple query
+/// of SET LOCAL statement_timeout, SET LOCAL client_connection_check_interval
+/// and the statement, which the server runs as one implicit transaction and
+/// commits at its end. The statement's values go in as literals quoted by the
+/// connection (PQescapeLiteral), as the extended protocol cannot carry several
+/// statements. Throws what libpqxx throws (the caller maps it), after rolling
+/// back what a failure may have left open.
 template <typename... Args>
 pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
     s.notices().reset();
@@ -100,11 +112,7 @@ pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* sta
     try {
         // A server-side wait ends soon after the client went away, instead of
         // taking the lock for nobody (client_connection_check_interval).
-        tx.exec("BEGIN; SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
-                "; SET LOCAL client_connection_check_interval = 1000");
-        pqxx::result r = tx.exec_params(statement, std::forward<Args>(args)...);
-        tx.exec("COMMIT");
-        return r;
+        return tx.exec(call_text(timeout, statement, {tx.quote(std::forward<Args>(args))...}));
     } catch (...) {
         s.roll_back();
         throw;

@@ -1,7 +1,9 @@
 // session.cpp -- the library's own connections and the SQL of its calls.
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "internal.hpp"
 
@@ -33,6 +35,23 @@ const char* const force_release = "SELECT dlock.force_release($1, $2)";
 } // namespace sql
 
 #undef DLOCK_LEASE_COLUMNS
+
+std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
+                      const std::vector<std::string>& literals) {
+    std::string text = "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+                       "; SET LOCAL client_connection_check_interval = 1000; ";
+    for (std::size_t i = 0; i < statement.size(); ++i) {
+        if (statement[i] != '$' || i + 1 >= statement.size() || statement[i + 1] < '1' || statement[i + 1] > '9') {
+            text += statement[i];
+            continue;
+        }
+        // The library's statements number at most nine placeholders.
+        const auto index = static_cast<std::size_t>(statement[++i] - '1');
+        if (index >= literals.size()) throw std::logic_error("dlock: a statement has more placeholders than values");
+        text += literals[index];
+    }
+    return text;
+}
 
 std::string bounded_connection_string(const std::string& connection_string,
                                       std::chrono::milliseconds network_timeout) {
