@@ -31,10 +31,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 results=$root/bench/results
 build=${BENCH_BUILD_DIR:-$root/build/bench}
-pg_dir=${BENCH_PG_DIR:-/tmp/bench-pg}
-pg_port=${BENCH_PG_PORT:-55500}
-redis_port=${BENCH_REDIS_PORT:-55501}
-redis_dir=${BENCH_REDIS_DIR:-/tmp/bench-redis}
+# Free ports and private directories unless given, so that two runs on one
+# machine do not collide.
+. "$root/tests/lib/ports.sh"
+{ read -r free_pg_port; read -r free_redis_port; } < <(free_ports 2)
+pg_dir=${BENCH_PG_DIR:-$(mktemp -d /tmp/bench-pg.XXXXXX)}
+pg_port=${BENCH_PG_PORT:-$free_pg_port}
+redis_port=${BENCH_REDIS_PORT:-$free_redis_port}
+redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
