@@ -528,9 +528,9 @@ lease_expiry(HeapTuple lease, TupleDesc tupdesc)
  * than the ttl; then the offer is settled and the caller attempts as usual. An offer taken
  * stands until dlock_wait_finish, so that an error before then abandons it.
  */
-static void
-take_handed_lease(const AcquireArgs *args, TransactionId offer, TupleDesc tupdesc,
-				  MemoryContext cxt, AcquireAttempt *attempt)
+static bool
+take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz deadline,
+				  TupleDesc tupdesc, MemoryContext cxt, AcquireAttempt *attempt)
 {
 	bool		committed;
 	int64		token;
@@ -541,15 +541,16 @@ take_handed_lease(const AcquireArgs *args, TransactionId offer, TupleDesc tupdes
 	/*
 	 * Woken at its commit, it has normally left the proc array already --
 	 * after its commit record was flushed and synchronous standbys confirmed
-	 * it -- and there is nothing to wait for.
+	 * it -- and there is nothing to wait for. A commit that hangs (waiting
+	 * for a synchronous standby) is waited for no longer than our own wait.
 	 */
-	if (TransactionIdIsInProgress(offer))
-		XactLockTableWait(offer, NULL, NULL, XLTW_None);
+	if (TransactionIdIsInProgress(offer) && !dlock_xact_wait(offer, deadline))
+		return false;
 	committed = TransactionIdDidCommit(offer);
 	if (!committed)
 	{
 		dlock_wait_offer_settled();
-		return;
+		return true;
 	}
 
 	dlock_wait_offered_lease(&token, &until);
@@ -562,6 +563,7 @@ take_handed_lease(const AcquireArgs *args, TransactionId offer, TupleDesc tupdes
 	}
 	else
 		dlock_wait_offer_settled();
+	return true;
 }
 
 /*
@@ -666,7 +668,9 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 			if (TransactionIdIsValid(offer))
 			{
-				take_handed_lease(&args, offer, tupdesc, cxt, &attempt);
+				/* the offer's commit outlasted our wait: give up, abandoning it */
+				if (!take_handed_lease(&args, offer, deadline, tupdesc, cxt, &attempt))
+					break;
 				if (attempt.acquired)
 				{
 					handed_by = offer;

@@ -365,19 +365,32 @@ dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline)
 			XactLockTableWait(xids[i], rows->rel, &row->tid, XLTW_Lock);
 			continue;
 		}
-		for (int round = 0; !ConditionalXactLockTableWait(xids[i]); round++)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-			long		sleep_ms;
+		if (!dlock_xact_wait(xids[i], deadline))
+			return false;
+	}
+	return true;
+}
 
-			if (now >= deadline)
-				return false;
-			sleep_ms = Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000);
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 sleep_ms, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
+/*
+ * Wait, holding nothing, until transaction xid has ended or deadline (not 0)
+ * has passed, polling with short sleeps; false at the deadline. Cancel
+ * interrupts it.
+ */
+bool
+dlock_xact_wait(TransactionId xid, TimestampTz deadline)
+{
+	for (int round = 0; !ConditionalXactLockTableWait(xid); round++)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		long		sleep_ms;
+
+		if (now >= deadline)
+			return false;
+		sleep_ms = Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
 	return true;
 }

@@ -5,8 +5,8 @@
 # waiter goes away in between: a server of its own stalls the release's
 # commit in the wait for a synchronous standby that does not exist (after
 # the grant was written and flushed locally, before the commit is
-# complete), the waiter is seen waiting for the release's transaction, and
-# is then cancelled or terminated. When the commit completes, the lease
+# complete), and the waiter is then cancelled or terminated, or its wait runs
+# out (it waits for a stalled commit no longer than its own wait). When the commit completes, the lease
 # stands in the row for an owner nobody has; the next try_acquire must get
 # the lock at once, as if it had been released, and not wait for expiry.
 set -uo pipefail
@@ -39,6 +39,15 @@ await() {
 	return 1
 }
 
+# wait for background job $1 at most $2 seconds; false if it is still running
+wait_bounded() {
+	for _ in $(seq 1 $(($2 * 10))); do
+		kill -0 "$1" 2>/dev/null || { wait "$1"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
 stall_commits() {
 	sql "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" && sql "SELECT pg_reload_conf()" >/dev/null
 }
@@ -46,11 +55,14 @@ resume_commits() {
 	sql "ALTER SYSTEM RESET synchronous_standby_names" && sql "SELECT pg_reload_conf()" >/dev/null
 }
 
-# scenario NAME pg_cancel_backend|pg_terminate_backend
+# scenario NAME pg_cancel_backend|pg_terminate_backend|timeout: the waiter is
+# cancelled or terminated, or (timeout) its wait of 2 s runs out, while the
+# release's commit is stalled
 scenario() {
-	local name=handoff:$1 stop=$2 waiter_pid release_pid
+	local name=handoff:$1 stop=$2 wait='1 minute' waiter_pid release_pid
+	[ "$stop" = timeout ] && wait='2 seconds'
 	sql "SELECT dlock.try_acquire('$name', '5 minutes', '$holder', 'holder')" >/dev/null
-	psql -X -q -At -c "SELECT fencing_token FROM dlock.acquire('$name', '5 minutes', '1 minute', '$waiter', 'waiter')" \
+	psql -X -q -At -c "SELECT fencing_token FROM dlock.acquire('$name', '5 minutes', '$wait', '$waiter', 'waiter')" \
 		>"$scratch/$1.waiter" 2>&1 &
 	waiter_pid=$!
 	check "$1: the waiter is queued" \
@@ -61,14 +73,16 @@ scenario() {
 	release_pid=$!
 	check "$1: the release's commit waits for the synchronous standby" \
 		await "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '%dlock.release(''$name''%'"
-	# offered the lease, the waiter waits for the release's transaction
-	check "$1: the waiter was handed the lease and waits for the release's commit" \
-		await "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'transactionid' AND query LIKE '%dlock.acquire(''$name''%'"
-	sql "SELECT $stop(pid) FROM pg_stat_activity WHERE query LIKE '%dlock.acquire(''$name''%' AND pid <> pg_backend_pid()" >/dev/null
-	wait "$waiter_pid"
-	check "$1: the waiter's call ended without a lease" grep -qv '^[0-9]' "$scratch/$1.waiter"
+	# The release offered the waiter the lease before its commit record: the
+	# waiter now waits for that commit, until it goes away.
+	if [ "$stop" != timeout ]; then
+		sql "SELECT $stop(pid) FROM pg_stat_activity WHERE query LIKE '%dlock.acquire(''$name''%' AND pid <> pg_backend_pid()" >/dev/null
+	fi
+	check "$1: the waiter's call ended while the release's commit was stalled" wait_bounded "$waiter_pid" 15
+	check "$1: the waiter's call ended without a lease ($(head -n 1 "$scratch/$1.waiter"))" grep -qv '^[0-9]' "$scratch/$1.waiter"
 
 	resume_commits
+	wait "$waiter_pid" 2>/dev/null
 	wait "$release_pid"
 	check "$1: the release returned true" test "$(cat "$scratch/$1.release")" = t
 	check "$1: the row shows the lease granted to the waiter by the release" \
@@ -81,6 +95,7 @@ scenario() {
 
 scenario cancel pg_cancel_backend
 scenario terminate pg_terminate_backend
+scenario timeout timeout
 
 # negative control: a lease handed to a waiter that returned it is not
 # abandoned, and a newcomer is refused
