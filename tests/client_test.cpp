@@ -130,8 +130,9 @@ TEST_F(client_test, waiting_acquire_does_not_hold_up_a_release_on_the_same_clien
 }
 
 // Each call is one round trip: the server receives the statement in the same
-// message as the SET LOCAL statement_timeout that bounds it (a simple query of
-// its own implicit transaction), as pg_stat_activity shows while it waits.
+// message as the transaction-local statement_timeout that bounds it (a simple
+// query of its own implicit transaction), as pg_stat_activity shows while it
+// waits.
 TEST_F(client_test, a_call_is_one_round_trip_that_carries_its_own_statement_timeout) {
     const auto name = unique_name("one-trip");
     dlock::client holder;
@@ -152,8 +153,10 @@ TEST_F(client_test, a_call_is_one_round_trip_that_carries_its_own_statement_time
             return true;
         },
         3s));
-    EXPECT_EQ(query.rfind("SET LOCAL statement_timeout = ", 0), 0u) << query;
-    EXPECT_NE(query.find("SET LOCAL client_connection_check_interval = 1000;"), std::string::npos) << query;
+    EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u) << query;
+    EXPECT_NE(query.find("pg_catalog.set_config('client_connection_check_interval', '1000', true);"),
+              std::string::npos)
+        << query;
     EXPECT_NE(query.find("dlock.acquire("), std::string::npos) << query;
     EXPECT_EQ(held->release(), dlock::outcome::done);
     EXPECT_TRUE(waiting.get().valid());

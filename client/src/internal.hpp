@@ -91,17 +91,18 @@ private:
 
 /// The text of one call: `statement` with its placeholders $1, $2, ... replaced
 /// by the values in `literals`, each already quoted by the connection
-/// (PQescapeLiteral), after SET LOCAL statement_timeout and
-/// client_connection_check_interval -- one simple query. See call().
+/// (PQescapeLiteral), after a SELECT that sets statement_timeout and
+/// client_connection_check_interval for the transaction (set_config with
+/// is_local, as SET LOCAL) -- one simple query. See call().
 [[nodiscard]] std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
                                     const std::vector<std::string>& literals);
 
 /// Runs one statement of the library as a transaction of its own on s, with
 /// every setting local to that transaction (a pooler may give the next
 /// transaction another server connection), in one round trip: a simple query
-/// of SET LOCAL statement_timeout, SET LOCAL client_connection_check_interval
-/// and the statement, which the server runs as one implicit transaction and
-/// commits at its end. The statement's values go in as literals quoted by the
+/// that sets statement_timeout and client_connection_check_interval local to
+/// the transaction, then runs the statement; the server runs both as one
+/// implicit transaction and commits it at its end. The statement's values go in as literals quoted by the
 /// connection (PQescapeLiteral), as the extended protocol cannot carry several
 /// statements. Throws what libpqxx throws (the caller maps it), after rolling
 /// back what a failure may have left open.
