@@ -39,6 +39,7 @@
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -582,6 +583,8 @@ dlock_hand_off(text *lock_name)
 	DlockHandoff to;
 	TimestampTz now = GetCurrentTimestamp();
 
+	/* at pre-commit no statement is running: the audit's SPI needs a snapshot */
+	PushActiveSnapshot(GetTransactionSnapshot());
 	dlock_rows_open(&rows);
 
 	/*
@@ -609,6 +612,7 @@ dlock_hand_off(text *lock_name)
 		lease_granted(&args, &row, false);
 	}
 	dlock_rows_close(&rows);
+	PopActiveSnapshot();
 }
 
 /*
