@@ -4,18 +4,21 @@
  *	  Lock events: a notification on channel "dlock_events" for every grant,
  *	  takeover, release, force release and expiry of a lease.
  *
- * Events go through the same queue as NOTIFY (Async_Notify), so they follow
- * the transaction that decided them: they are delivered when it commits and
- * dropped when it rolls back. The payload is a JSON object (README "Lock
+ * Events follow the transaction that decided them: they are sent after it
+ * commits and never when it rolls back (or when the savepoint they were
+ * decided under is rolled back). The payload is a JSON object (README "Lock
  * events and leader election"); it never carries the owner token, which is
  * a capability.
  *
- * dlock.events is off by default. When on, every transaction that grants or
- * ends a lease also queues a notification, and PostgreSQL serializes the
- * commits of notifying transactions on one lock (PreCommit_Notify); a
- * listener that stops reading fills the notification queue until NOTIFY --
- * and with it every grant -- fails. Both are costs an installation should
- * choose, not inherit.
+ * The transaction does not notify by itself: it keeps its events until it
+ * commits and then hands them to the event queue (event_queue.c), whose
+ * sender notifies in batches, so that lock transactions do not take
+ * NOTIFY's cluster-wide commit lock. Without shared_preload_libraries there
+ * is no queue, and the transaction notifies by itself (Async_Notify), with
+ * that cost.
+ *
+ * dlock.events is off by default: events cost a little on every grant and
+ * release, and whether anyone listens is an installation's choice.
  *
  * IDENTIFICATION
  *	  extension/events.c
@@ -33,6 +36,7 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg_dlock.h"
@@ -41,6 +45,20 @@
 #define EVENT_MAX_HOLDER_BYTES 1024
 
 bool		dlock_events_enabled = false;
+
+/* An event of the current transaction, not handed over yet */
+typedef struct PendingEvent
+{
+	int			nest_level;		/* of the (sub)transaction that decided it */
+	char	   *payload;
+} PendingEvent;
+
+/* The current transaction's events, in TopTransactionContext */
+static List *pending_events = NIL;
+
+/* Where the current transaction's events went at pre-commit */
+static int64 reserved_at = -1;	/* their record in the event queue */
+static int	dropped_at_commit = 0;	/* or how many did not fit */
 
 /* Earliest lease_until granted by the current transaction, 0 if none */
 static TimestampTz pending_expiry = 0;
@@ -59,22 +77,28 @@ append_string_field(StringInfo buf, const char *key, const char *value, int len)
 }
 
 /*
- * Queue the notification for one lease event of the current transaction:
- * "event" happened to lock_name's lease with fencing token "token", held by
- * "holder" (NULL when it has no description) until lease_until (for the
- * events that end a lease: when it ended). Does nothing while dlock.events
- * is off.
+ * Record one lease event of the current transaction, to be sent when it
+ * commits: "event" happened to lock_name's lease with fencing token "token",
+ * held by "holder" (NULL when it has no description) until lease_until (for
+ * the events that end a lease: when it ended). Does nothing while
+ * dlock.events is off.
  */
 void
 dlock_event(const char *event, text *lock_name, int64 token, text *holder,
 			TimestampTz lease_until)
 {
+	MemoryContext old_context;
 	StringInfoData buf;
 	char		timestamp[MAXDATELEN + 1];
 
 	if (!dlock_events_enabled)
 		return;
 
+	/*
+	 * At most about 7.5 kB (a 1024-byte holder and a 200-character name, all
+	 * escaped as \uXXXX), below the 8000 bytes a notification may carry.
+	 */
+	old_context = MemoryContextSwitchTo(TopTransactionContext);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"event\":\"%s\"", event);
 	append_string_field(&buf, "lock_name", VARDATA_ANY(lock_name),
@@ -91,8 +115,20 @@ dlock_event(const char *event, text *lock_name, int64 token, text *holder,
 					   TIMESTAMPTZOID, NULL);
 	appendStringInfo(&buf, ",\"lease_until\":\"%s\"}", timestamp);
 
-	Async_Notify(DLOCK_EVENT_CHANNEL, buf.data);
-	pfree(buf.data);
+	if (dlock_event_queue_ready())
+	{
+		PendingEvent *pending = palloc(sizeof(PendingEvent));
+
+		pending->nest_level = GetCurrentTransactionNestLevel();
+		pending->payload = buf.data;
+		pending_events = lappend(pending_events, pending);
+	}
+	else
+	{
+		Async_Notify(DLOCK_EVENT_CHANNEL, buf.data);
+		pfree(buf.data);
+	}
+	MemoryContextSwitchTo(old_context);
 
 	/* a new lease: the expiry worker may have to wake earlier */
 	if ((strcmp(event, "acquire") == 0 || strcmp(event, "takeover") == 0) &&
@@ -101,35 +137,129 @@ dlock_event(const char *event, text *lock_name, int64 token, text *holder,
 }
 
 /*
- * At commit, tell the expiry worker about the earliest lease this
- * transaction granted; only then is the lease visible to the worker's scan.
+ * Before commit, reserve the transaction's events a record in the event
+ * queue (this fixes their order, see event_queue.c); if they do not fit,
+ * they are dropped.
+ */
+static void
+reserve_pending_events(void)
+{
+	StringInfoData payloads;
+	ListCell   *cell;
+	int			count = list_length(pending_events);
+
+	initStringInfo(&payloads);
+	foreach(cell, pending_events)
+	{
+		PendingEvent *pending = lfirst(cell);
+
+		appendBinaryStringInfo(&payloads, pending->payload, strlen(pending->payload) + 1);
+	}
+	reserved_at = dlock_event_queue_reserve(payloads.data, payloads.len, count);
+	if (reserved_at < 0)
+		dropped_at_commit = count;
+	pfree(payloads.data);
+	pending_events = NIL;
+}
+
+/*
+ * The transaction has ended: nothing of it is pending any more.
+ */
+static void
+forget_events(void)
+{
+	pending_events = NIL;		/* freed with TopTransactionContext */
+	reserved_at = -1;
+	dropped_at_commit = 0;
+	pending_expiry = 0;
+}
+
+/*
+ * Hand the transaction's events over when it commits, discard them when it
+ * aborts; and at commit, tell the expiry worker about the earliest lease
+ * this transaction granted (only then is it visible to the worker's scan).
  */
 static void
 events_xact_callback(XactEvent event, void *arg)
 {
-	if (pending_expiry == 0)
-		return;
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
-		dlock_expiry_worker_schedule(pending_expiry);
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
-		pending_expiry = 0;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			if (pending_events != NIL)
+				reserve_pending_events();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (pending_events != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that has sent lock events"),
+						 errdetail("dlock.events is on, and lock events are sent only when their transaction commits.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (reserved_at >= 0)
+				dlock_event_queue_finish(reserved_at, true);
+			if (dropped_at_commit > 0)
+				dlock_count(STAT_EVENTS_DROPPED, dropped_at_commit);
+			if (pending_expiry != 0)
+				dlock_expiry_worker_schedule(pending_expiry);
+			forget_events();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (reserved_at >= 0)
+				dlock_event_queue_finish(reserved_at, false);
+			forget_events();
+			break;
+		default:
+			break;
+	}
 }
 
 /*
- * Define dlock.events; called once from _PG_init.
+ * Events decided in a subtransaction belong to its parent when it commits
+ * and are discarded when it rolls back.
+ */
+static void
+events_subxact_callback(SubXactEvent event, SubTransactionId subxid,
+						SubTransactionId parent_subxid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *cell;
+
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(cell, pending_events)
+	{
+		PendingEvent *pending = lfirst(cell);
+
+		if (pending->nest_level < level)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			pending->nest_level = level - 1;
+		else
+			pending_events = foreach_delete_current(pending_events, cell);
+	}
+}
+
+/*
+ * Define dlock.events and the event queue's setting; called once from
+ * _PG_init.
  */
 void
 dlock_events_init(void)
 {
 	DefineCustomBoolVariable("dlock.events",
 							 gettext_noop("Sends a notification on channel \"" DLOCK_EVENT_CHANNEL "\" for every grant, takeover, release, force release and expiry of a lease."),
-							 gettext_noop("Notifications are sent when the transaction commits, like NOTIFY."),
+							 gettext_noop("Notifications are sent after the transaction commits."),
 							 &dlock_events_enabled,
 							 false,
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 	RegisterXactCallback(events_xact_callback, NULL);
+	RegisterSubXactCallback(events_subxact_callback, NULL);
+	dlock_event_queue_init();
 }

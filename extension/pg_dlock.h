@@ -211,6 +211,9 @@ typedef enum DlockCounter
 	STAT_WAITS,
 	STAT_WAIT_TIMEOUTS,
 	STAT_WAIT_USECS,
+	/* from 1.2 (issue 15); a 1.1 dlock.stats_counters() has no column for them */
+	STAT_EVENTS_SENT,
+	STAT_EVENTS_DROPPED,
 	NUM_DLOCK_COUNTERS
 } DlockCounter;
 
@@ -232,6 +235,12 @@ extern bool dlock_events_enabled;
 extern void dlock_event(const char *event, text *lock_name, int64 token,
 						text *holder, TimestampTz lease_until);
 extern void dlock_events_init(void);
+
+/* event_queue.c: hands committed events to a sender per database */
+extern bool dlock_event_queue_ready(void);
+extern int64 dlock_event_queue_reserve(const char *payloads, Size len, int nevents);
+extern void dlock_event_queue_finish(int64 pos, bool committed);
+extern void dlock_event_queue_init(void);
 
 /* expiry_worker.c */
 extern void dlock_expiry_worker_schedule(TimestampTz lease_until);

@@ -75,15 +75,20 @@ Datum
 dlock_stats_counters(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[NUM_DLOCK_COUNTERS + 2];
+	bool		nulls[NUM_DLOCK_COUNTERS + 2] = {0};
 	int			col = 0;
+	int			counters;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_dlock: return type must be a row type");
+	/* shared_memory, the counters, stats_reset: fewer counters before 1.2 */
+	counters = tupdesc->natts - 2;
+	if (counters < 0 || counters > NUM_DLOCK_COUNTERS)
+		elog(ERROR, "pg_dlock: dlock.stats_counters() has %d columns", tupdesc->natts);
 
 	values[col++] = BoolGetDatum(stats_shared != NULL);
-	for (int i = 0; i < NUM_DLOCK_COUNTERS; i++)
+	for (int i = 0; i < counters; i++)
 	{
 		uint64		value = stats_shared ?
 			pg_atomic_read_u64(&stats_shared->counters[i]) : 0;

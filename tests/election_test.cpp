@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dlock_testing.hpp"
+#include "json.hpp"
 
 using namespace std::chrono_literals;
 
@@ -134,14 +135,23 @@ TEST_F(election_test, leader_killed_with_sigkill_is_replaced_within_ttl_and_obse
     EXPECT_TRUE(eventually([&] { return token_of(o1) == 0 && token_of(o2) == 0; }, 1s));
 }
 
+/// Two candidates, "a" and "b", for one election.
+struct two_candidates {
+    explicit two_candidates(const std::string& name) : a{client_a, name, holder("a")}, b{client_b, name, holder("b")} {}
+    static dlock::election_options holder(const std::string& text) {
+        dlock::election_options o;
+        o.holder = text;
+        return o;
+    }
+    dlock::client client_a, client_b;
+    dlock::election a, b;
+};
+
 TEST_F(election_test, observer_restarted_in_the_middle_of_a_change_converges) {
     const auto name = unique_name("restarted");
-    dlock::client ca, cb;
-    dlock::election_options oa, ob;
-    oa.holder = "a";
-    ob.holder = "b";
-    dlock::election a{ca, name, oa};
-    dlock::election b{cb, name, ob};
+    two_candidates candidates{name};
+    dlock::election& a = candidates.a;
+    dlock::election& b = candidates.b;
     ASSERT_TRUE(a.campaign(5s));
 
     recorder before, after;
@@ -165,12 +175,9 @@ TEST_F(election_test, observer_restarted_in_the_middle_of_a_change_converges) {
 
 TEST_F(election_test, observer_reconnects_and_rereads_after_missing_events) {
     const auto name = unique_name("reconnect");
-    dlock::client ca, cb;
-    dlock::election_options oa, ob;
-    oa.holder = "a";
-    ob.holder = "b";
-    dlock::election a{ca, name, oa};
-    dlock::election b{cb, name, ob};
+    two_candidates candidates{name};
+    dlock::election& a = candidates.a;
+    dlock::election& b = candidates.b;
     ASSERT_TRUE(a.campaign(5s));
     recorder r;
     dlock::observer o{"", name, r.callback()};
@@ -188,6 +195,19 @@ TEST_F(election_test, observer_reconnects_and_rereads_after_missing_events) {
     EXPECT_TRUE(eventually([&] { return token_of(o) == b.leadership()->fencing_token(); }, 5s));
     EXPECT_GE(o.connections(), 2);
     expect_one_leader_per_token({r.snapshot()});
+}
+
+// Observers find an election's events by its name as the server writes it in
+// the payload (escape_json), and dlock --json writes names the same way.
+TEST_F(election_test, names_are_quoted_in_json_as_the_server_quotes_them) {
+    std::string every_byte;
+    for (int c = 1; c < 0x80; ++c)
+        every_byte += static_cast<char>(c);
+    for (const std::string& text : {every_byte, std::string{"caf\xc3\xa9 \xe2\x82\xac"}, std::string{}}) {
+        pqxx::nontransaction tx{admin()};
+        const auto server = tx.exec_params1("SELECT pg_catalog.to_json($1::text)::text", text);
+        EXPECT_EQ(dlock::internal::json_quote(text), server[0].as<std::string>());
+    }
 }
 
 } // namespace

@@ -137,7 +137,7 @@ struct target {
     double measured;
     double goal;
     bool at_least;    // true: measured >= goal is met; false: measured <= goal
-    std::string unit; // "×", "%" or "pairs" (a count)
+    std::string unit; // "×", "%", "ms" or "pairs" (a count)
     std::string how;  // what the ratio is made of
 };
 
@@ -147,6 +147,8 @@ std::string fmt_target_value(double v, const std::string& unit) {
     char buf[32];
     if (unit == "pairs")
         std::snprintf(buf, sizeof buf, "%.0f pairs", v);
+    else if (unit == "ms")
+        std::snprintf(buf, sizeof buf, "%.2f ms", v);
     else if (unit == "%")
         std::snprintf(buf, sizeof buf, "%.1f %%", v * 100);
     else
@@ -174,6 +176,8 @@ std::string verdict(const target& t) {
         std::snprintf(buf, sizeof buf, "**missed** by %.0f pairs", t.measured - t.goal);
     else if (t.unit == "%")
         std::snprintf(buf, sizeof buf, "**missed** by %.1f points", (t.goal - t.measured) * 100);
+    else if (t.unit == "ms")
+        std::snprintf(buf, sizeof buf, "**missed** by %.2f ms", std::fabs(t.measured - t.goal));
     else if (t.at_least)
         std::snprintf(buf, sizeof buf, "**missed** by %.*f %% (%.2f× short)", gap_digits(t), gap_percent(t),
                       t.goal - t.measured);
@@ -237,6 +241,20 @@ std::vector<target> targets(const results& r, const std::string& sys) {
                      r.get("3c", sys, names, "table_growth"), 1.5, false, "×", "bytes ÷ bytes"});
         t.push_back({"Case 3: HOT share of lock-row updates during the churn", r.get("3c", sys, names, "hot_share"),
                      0.95, true, "%", "HOT updates ÷ updates"});
+        for (long c : {1L, 8L})
+            t.push_back({"Case 7: case 1 pairs/s at " + std::to_string(c) + " client" + (c == 1 ? "" : "s") +
+                             " with dlock.events on vs off",
+                         r.get("7", sys, c, "events_on_over_off"), 0.9, true, "×", "pairs/s ÷ pairs/s"});
+        t.push_back({"Case 7: lock events delivered to each of 8 listeners", r.get("7", sys, 8, "delivered_share"), 1.0,
+                     true, "%", "events received ÷ events sent × listeners"});
+        t.push_back({"Case 7: event delivery p50, from the grant's reply to 8 listeners",
+                     r.get("7", sys, 8, "delivery_p50_us") / 1000, 2.0, false, "ms", "p50"});
+        t.push_back({"Case 7: event delivery p99, from the grant's reply to 8 listeners",
+                     r.get("7", sys, 8, "delivery_p99_us") / 1000, 10.0, false, "ms", "p99"});
+        t.push_back({"Case 7: leadership failover after SIGKILL of the leader, worst time to the next leader's "
+                     "fenced write vs ttl",
+                     quotient(r.get("7", sys, 2, "failover_max_ms"), r.get("7", sys, 2, "failover_ttl_ms")), 1.1,
+                     false, "×", "ms ÷ ms"});
     }
     return t;
 }
@@ -676,6 +694,31 @@ int write_report(const report_paths& paths) {
         row("`UPDATE … WHERE key = $1`", "floor-update", "update_us");
         row("`SELECT $1` (an empty statement)", "floor-select1", "select_us");
         md << "\nThe loop itself: " << num(r.get("6", "floor-select1", 1, "loop_us")) << " µs per iteration.\n\n";
+    }
+
+    // Case 7.
+    if (r.data.count("7")) {
+        md << "## Case 7: lock events\n\n"
+           << "Case 1 with `dlock.events` off and on, alternating round by round (the ratio is the cost of events). "
+              "Delivery: one session grants and releases a lock every 2 ms while 8 sessions `LISTEN` on "
+              "`dlock_events`; for each acquire event, the time from the granting statement's reply to its arrival "
+              "at each listener. Failover: a leader in a child process keeps a lease of ttl 1 s alive, another "
+              "session waits for it in `dlock.acquire`; the leader is killed with SIGKILL, and the time to the new "
+              "leader's first `dlock.fence` is compared with the ttl.\n\n"
+           << "| clients | pairs/s, events off | pairs/s, events on | on ÷ off |\n|---:|---:|---:|---:|\n";
+        for (long c : r.xs("7")) {
+            if (std::isnan(r.get("7", reference, c, "events_on_over_off"))) continue;
+            md << "| " << c << " | " << num(r.get("7", reference, c, "pairs_per_s_events_off")) << " | "
+               << num(r.get("7", reference, c, "pairs_per_s_events_on")) << " | "
+               << fmt_target_value(r.get("7", reference, c, "events_on_over_off"), "×") << " |\n";
+        }
+        md << "\n| | |\n|---|---|\n"
+           << "| delivery to 8 listeners | p50 " << num(r.get("7", reference, 8, "delivery_p50_us")) << " µs, p99 "
+           << num(r.get("7", reference, 8, "delivery_p99_us")) << " µs, "
+           << pct(r.get("7", reference, 8, "delivered_share")) << " delivered |\n"
+           << "| leadership failover after SIGKILL (ttl " << num(r.get("7", reference, 2, "failover_ttl_ms"))
+           << " ms) | p50 " << num(r.get("7", reference, 2, "failover_p50_ms")) << " ms, max "
+           << num(r.get("7", reference, 2, "failover_max_ms")) << " ms |\n\n";
     }
 
     if (!r.notes.empty()) {

@@ -36,8 +36,6 @@ public:
 [[nodiscard]] std::string format_duration(std::chrono::milliseconds value);
 /// ISO 8601 UTC with milliseconds: 2026-11-29T16:40:00.123Z.
 [[nodiscard]] std::string format_time(std::chrono::system_clock::time_point value);
-/// A JSON string literal.
-[[nodiscard]] std::string json_string(const std::string& text);
 /// A string quoted for POSIX sh.
 [[nodiscard]] std::string shell_quote(const std::string& text);
 /// Checks a lock name: not empty, at most 200 characters; throws usage_error.

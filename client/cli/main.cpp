@@ -12,8 +12,10 @@
 
 #include "cli.hpp"
 #include "election_commands.hpp"
+#include "json.hpp"
 
 using namespace dlock_cli;
+using dlock::internal::json_quote;
 
 namespace {
 
@@ -38,10 +40,10 @@ struct lease_view {
 
 void print_lease(const lease_view& l, bool json) {
     if (json) {
-        std::cout << "{\"lock_name\": " << json_string(l.name);
+        std::cout << "{\"lock_name\": " << json_quote(l.name);
         if (l.fencing_token != 0) std::cout << ", \"fencing_token\": " << l.fencing_token;
-        std::cout << ", \"owner_token\": " << json_string(l.owner_token)
-                  << ", \"lease_until\": " << json_string(format_time(l.lease_until)) << "}\n";
+        std::cout << ", \"owner_token\": " << json_quote(l.owner_token)
+                  << ", \"lease_until\": " << json_quote(format_time(l.lease_until)) << "}\n";
         return;
     }
     // KEY=value lines a shell can eval.
@@ -82,9 +84,9 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
         std::cout << "[";
         for (std::size_t i = 0; i < r.size(); ++i) {
             const auto& row = r[i];
-            std::cout << (i == 0 ? "\n" : ",\n") << "  {\"lock_name\": " << json_string(field_text(row[0]))
-                      << ", \"state\": " << json_string(field_text(row[1]))
-                      << ", \"holder\": " << (row[2].is_null() ? "null" : json_string(field_text(row[2])))
+            std::cout << (i == 0 ? "\n" : ",\n") << "  {\"lock_name\": " << json_quote(field_text(row[0]))
+                      << ", \"state\": " << json_quote(field_text(row[1]))
+                      << ", \"holder\": " << (row[2].is_null() ? "null" : json_quote(field_text(row[2])))
                       << ", \"fencing_token\": " << field_text(row[3])
                       << ", \"held_for_seconds\": " << (row[4].is_null() ? "null" : field_text(row[4]))
                       << ", \"expires_in_seconds\": " << (row[5].is_null() ? "null" : field_text(row[5]))

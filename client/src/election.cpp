@@ -12,11 +12,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include <pqxx/pqxx>
+
+#include "json.hpp"
 
 namespace dlock {
 
@@ -31,30 +32,9 @@ std::chrono::system_clock::time_point from_epoch(double seconds) {
         duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds))};
 }
 
-// The "lock_name" member of an event payload for `name`, as the server's
-// escape_json writes it.
+// The "lock_name" member of an event payload for `name`.
 std::string payload_needle(const std::string& name) {
-    std::string out = "\"lock_name\":\"";
-    for (const unsigned char c : name) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-    }
-    return out + "\"";
+    return "\"lock_name\":" + internal::json_quote(name);
 }
 
 constexpr milliseconds wait_step{200};

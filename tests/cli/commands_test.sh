@@ -34,6 +34,12 @@ expect_status "release again: not held (1)" 1 $?
 out=$("$DLOCK" acquire --json "$name")
 echo "$out" | grep -Eq '^\{"lock_name": "[^"]+", "fencing_token": [0-9]+, "owner_token": "[0-9a-f-]{36}", "lease_until": "[0-9T:.-]+Z"\}$'
 check "acquire --json: prints the lease as JSON" $?
+# names in JSON as the server writes them (escape_json: \b and \f too)
+json_name=$'cli-json-\b\f\t"\\\x01-'"$$-$RANDOM"
+out=$("$DLOCK" acquire --json "$json_name")
+server=$(psql -X -A -t -q -v name="$json_name" <<<"SELECT to_json(:'name'::text);")
+check "acquire --json: a name with control characters is quoted as the server quotes it ($server)" \
+	$([[ $out == "{\"lock_name\": $server, "* ]]; echo $?)
 unset DLOCK_OWNER_TOKEN DLOCK_FENCING_TOKEN DLOCK_LOCK_NAME DLOCK_LEASE_UNTIL
 
 # --- force-release ----------------------------------------------------------------

@@ -23,7 +23,11 @@ Invariants (issue 7):
     write reported refused or failed is
   5 after each fault ends, the time until a worker next acquires the lock
     (recovery time); a fault with no recovery before the run ended is a
-    violation (liveness)
+    violation (liveness). In an election (check "election"), from each fault
+    on the leader to the next grant to another candidate (failover time)
+  6 in an election, every observer alive at the end reports the leader (its
+    fencing token) the server has, and no observer ever reports a leader
+    older than one it reported before
 
 Scenario extras (scenario.json "checks"):
   async_loss          acknowledged writes lost in an asynchronous failover are
@@ -37,6 +41,9 @@ Scenario extras (scenario.json "checks"):
                       same owner token; a retry soon after a reply keeps its token
   min_unknown         the fault must have produced at least this many unknowns
   min_stale_refusals  ... and at least this many late writes refused by the fencing
+  election            the candidates' writes are checked as above; recovery is
+                      failover (5); observers/*.jsonl and election.json are
+                      checked (6)
 
 Any operation that failed with an error the faults cannot explain (anything
 but lost connections, cancels, timeouts, a read-only server or serialization
@@ -143,7 +150,7 @@ def load_history(run_dir):
 class Result:
     def __init__(self, scenario):
         self.scenario = scenario
-        self.violations = {"1": [], "2": [], "3": [], "4": [], "5": [], "extra": []}
+        self.violations = {"1": [], "2": [], "3": [], "4": [], "5": [], "6": [], "extra": []}
         self.info = {}
 
     def flag(self, invariant, message):
@@ -306,6 +313,73 @@ def recovery_times(ops, events, res, end_of_run, ttl_ms):
     res.info["recovery_ms"] = times
 
 
+def failover_times(ops, events, res, end_of_run, ttl_ms):
+    """Invariant 5 in an election: from each fault on a leader (its start) to
+    the next grant of the election to another candidate. A fault with no new
+    leader before the run ended is a violation, unless it started too close to
+    the end (less than 2 ttl + 1 s) to judge."""
+    grants = sorted((o.complete, o.worker, o.lock) for o in ops
+                    if o.op == "acquire" and o.result == "ok")
+    times = []
+    for ev in events:
+        if ev.get("ev") != "fault_start" or not ev.get("worker"):
+            continue
+        t_start = ev["t"]
+        first = None
+        for t, worker, lock in grants[bisect.bisect_left(grants, (t_start, "", "")):]:
+            if worker != ev["worker"] and (ev.get("lock") is None or lock == ev["lock"]):
+                first = t
+                break
+        if first is None and end_of_run - t_start < (2 * ttl_ms + 1000) * MS:
+            res.info["faults_too_late_to_judge"] = res.info.get("faults_too_late_to_judge", 0) + 1
+            continue
+        if first is None:
+            res.flag("5", f"no other candidate became leader after {ev.get('fault')} of "
+                          f"{ev['worker']} ({(end_of_run - t_start) / 1e9:.1f} s before the end)")
+            continue
+        times.append((first - t_start) / MS)
+    res.info["recovery_ms"] = times
+
+
+def check_observers(run_dir, res):
+    """Invariant 6: observers/*.jsonl against election.json, the server's leader
+    read just before and just after the observers were asked to stop."""
+    path = os.path.join(run_dir, "election.json")
+    if not os.path.exists(path):
+        res.flag("6", "the end of the election was not recorded (election.json)")
+        return
+    with open(path, encoding="utf-8") as f:
+        end = json.load(f)
+    if end["before"] != end["after"]:
+        res.flag("extra", f"the leader changed (token {end['before']} -> {end['after']}) while the "
+                          f"observers stopped: their final views cannot be judged")
+    judged = 0
+    finals = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "observers", "*.jsonl*"))):
+        name = os.path.basename(path).split(".")[0]
+        highest = 0
+        for rec in load_jsonl(path):
+            if rec.get("ev") == "view":
+                if rec["token"] and rec["token"] < highest:
+                    res.flag("6", f"observer {name} reported token {rec['token']} after {highest}")
+                highest = max(highest, rec["token"])
+            elif rec.get("ev") == "final":
+                finals[name] = rec
+    for name in end.get("observers", []):
+        final = finals.get(name)
+        if final is None:
+            res.flag("6", f"observer {name} gave no final view")
+            continue
+        judged += 1
+        if final["token"] != end["after"]:
+            res.flag("6", f"observer {name} ends believing token {final['token'] or 'none'} "
+                          f"({final.get('holder') or 'no leader'}), the server's leader is "
+                          f"{end.get('leader') or 'nobody'} with token {end['after'] or 'none'}")
+    res.info["observers_judged"] = judged
+    if judged == 0:
+        res.flag("6", "no observer was alive at the end")
+
+
 def check_acquire_bound(ops, events, res, bound_ms, ttl_ms):
     windows = []
     starts = {}
@@ -418,7 +492,11 @@ def check_run(run_dir):
     check_tokens_in_history(ops, res)
     check_token_issue(ops, final, res, scenario)
     check_durability(ops, final, res, scenario)
-    recovery_times(ops, events, res, end_of_run, scenario.get("ttl_ms", 1000))
+    if checks.get("election"):
+        failover_times(ops, events, res, end_of_run, scenario.get("ttl_ms", 1000))
+        check_observers(run_dir, res)
+    else:
+        recovery_times(ops, events, res, end_of_run, scenario.get("ttl_ms", 1000))
     check_errors(ops, res)
     if "acquire_bound_ms" in checks:
         check_acquire_bound(ops, events, res, checks["acquire_bound_ms"],

@@ -838,6 +838,154 @@ def s_partition(run):
         run.sleep(1.5 * run.ttl_ms / 1000.0)
 
 
+ELECTION = "E"
+
+
+class Election:
+    """The candidates and observers of the election scenario (fault_elector
+    processes). Candidates write histories like the workers' (history/), so the
+    usual invariants apply to their fenced writes; observers write the leaders
+    they report to observers/. A process replaced after a fault gets a new id."""
+
+    def __init__(self, run):
+        self.run = run
+        self.binary = os.path.join(os.path.dirname(run.h.worker), "fault_elector")
+        if not os.access(self.binary, os.X_OK):
+            raise RuntimeError(f"{self.binary} is missing (it needs the C++ client library)")
+        os.makedirs(os.path.join(run.dir, "observers"), exist_ok=True)
+        self.candidates = {}
+        self.observers = {}
+        self.started = 0
+        run.duration_ms = max(run.h.profile["duration"], run.sc.get("min_duration", 0)) * 1000
+        run.t_start = time.monotonic()
+        run.t_end = run.t_start + run.duration_ms / 1000.0
+
+    def _start(self, role, out_dir, extra):
+        self.started += 1
+        pid_name = f"{'c' if role == 'candidate' else 'o'}{self.started}"
+        args = [self.binary, "--role", role, "--id", pid_name, "--conninfo", self.run.conninfo(),
+                "--out", os.path.join(self.run.dir, out_dir, f"{pid_name}.jsonl"),
+                "--election", ELECTION, "--ttl-ms", str(self.run.ttl_ms),
+                "--duration-ms", str(self.run.duration_ms + 60000)] + extra
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                             stderr=open(os.path.join(self.run.dir, f"{role}-{pid_name}.log"), "w"))
+        return pid_name, p
+
+    def start_candidate(self):
+        fencing = "1" if self.run.sc.get("fencing", True) else "0"
+        wid, p = self._start("candidate", "history", ["--fencing", fencing])
+        self.candidates[wid] = p
+        self.run.workers[wid] = p  # stopped by the run's cleanup like workers
+
+    def start_observer(self):
+        oid, p = self._start("observer", "observers",
+                             ["--trust-events"] if self.run.sc.get("trust_events") else [])
+        self.observers[oid] = p
+        self.run.helpers.append(p)
+
+    def leader(self):
+        """(holder, fencing token) of the live lease, or None."""
+        out = self.run.primary.psql_try(
+            f"SELECT holder || ' ' || fencing_token FROM dlock.leader('{ELECTION}')")
+        if not out:
+            return None
+        holder, _, token = out.partition(" ")
+        return holder, int(token)
+
+    def wait_leader(self, other_than=None, timeout=None):
+        """The leader, once there is one (and it is not other_than); None after the timeout."""
+        deadline = time.monotonic() + (timeout or 4 * self.run.ttl_ms / 1000.0 + 2)
+        while time.monotonic() < deadline:
+            got = self.leader()
+            if got and got[0] != other_than:
+                return got
+            time.sleep(0.05)
+        return None
+
+    def stop(self, procs, timeout=15):
+        for p in procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def s_election(run):
+    """14. Leader election: the leader is paused (SIGSTOP past the ttl) or killed
+    (SIGKILL) while observers follow; at the end the observers are killed and
+    restarted across a change of leader. Invariant 6: every observer's final
+    view is the server's leader."""
+    run.start_primary(settings={"dlock.worker_database": "'faults'", "dlock.worker_naptime": "'1s'"})
+    run.primary.psql("ALTER DATABASE faults SET dlock.events = on", db="postgres")
+    run.primary.psql("; ".join(f"INSERT INTO res_{k} (id) VALUES ('{ELECTION}')" for k in "gtf"))
+    e = Election(run)
+    for _ in range(3):
+        e.start_candidate()
+    for _ in range(3):
+        e.start_observer()
+    ttl = run.ttl_ms / 1000.0
+    if not e.wait_leader():
+        raise RuntimeError("no candidate became leader")
+    run.sleep(ttl)
+    # Without fencing (the negative control) only pauses: a paused leader that
+    # resumes in the middle of its read-modify-write is what fencing must stop.
+    kinds = ["pause", "kill"] if run.sc.get("fencing", True) else ["pause"]
+    while run.fault_window():
+        got = e.wait_leader()
+        if not got or got[0] not in e.candidates:
+            raise RuntimeError(f"no leader among the candidates: {got}")
+        wid, p = got[0], e.candidates[got[0]]
+        if run.rng.choice(kinds) == "pause":
+            pause = run.rng.uniform(1.5, 3.0) * ttl
+            os.kill(p.pid, signal.SIGSTOP)
+            run.fault_start("sigstop leader", ELECTION, worker=wid, seconds=round(pause, 2))
+            time.sleep(pause)
+            os.kill(p.pid, signal.SIGCONT)
+            run.fault_end("sigstop leader", ELECTION, worker=wid)
+        else:
+            os.kill(p.pid, signal.SIGKILL)
+            run.fault_start("sigkill leader", ELECTION, worker=wid)
+            p.wait()
+            e.start_candidate()
+            run.fault_end("sigkill leader", ELECTION, worker=wid)
+        run.sleep(ttl)
+
+    # The last change of leader happens while the observers are down: only an
+    # observer that reads the state when it (re)starts can know the new leader.
+    got = e.wait_leader()
+    if not got:
+        raise RuntimeError("no leader before the last fault")
+    for p in e.observers.values():
+        p.kill()
+        p.wait()
+    e.observers.clear()
+    os.kill(e.candidates[got[0]].pid, signal.SIGKILL)
+    run.fault_start("sigkill leader, observers killed", ELECTION, worker=got[0])
+    e.candidates[got[0]].wait()
+    e.start_candidate()
+    if not e.wait_leader(other_than=got[0]):
+        raise RuntimeError("no new leader after the last fault")
+    for _ in range(3):
+        e.start_observer()
+    run.fault_end("sigkill leader, observers killed", ELECTION, worker=got[0])
+
+    # Settle, then ask each observer for the leader it knows, with the server's
+    # leader read before and after.
+    time.sleep(2 * ttl + 1)
+    before = e.leader()
+    e.stop(list(e.observers.values()))
+    after = e.leader()
+    with open(os.path.join(run.dir, "election.json"), "w") as f:
+        json.dump({"before": before[1] if before else 0, "after": after[1] if after else 0,
+                   "leader": after[0] if after else None, "observers": sorted(e.observers)}, f)
+    e.stop(list(e.candidates.values()))
+
+
 SCENARIOS = [
     {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
     {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay,
@@ -865,6 +1013,8 @@ SCENARIOS = [
      "run": s_pgbouncer},
     {"name": "13-partition", "title": "network partition of half the workers (stopped proxy)",
      "run": s_partition},
+    {"name": "14-election", "title": "leaders paused past the ttl and killed, observers restarted",
+     "run": s_election, "min_duration": 20, "checks": {"election": True}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
@@ -874,6 +1024,13 @@ SCENARIOS = [
      "title": "negative control: client clock x0.7, outside the 5% allowance",
      "run": s_client_clock, "rates": ["0.7", "0.7"], "negative_control": True,
      "checks": {"local_belief": True}, "expect_violations": ["extra"]},
+    {"name": "N4-election-no-fencing", "title": "negative control: paused leaders write without fencing",
+     "run": s_election, "min_duration": 20, "fencing": False, "negative_control": True,
+     "checks": {"election": True}, "expect_violations": ["1", "2"]},
+    {"name": "N5-observer-trusts-events",
+     "title": "negative control: observers believe notifications, never read the leader",
+     "run": s_election, "min_duration": 20, "trust_events": True, "negative_control": True,
+     "checks": {"election": True}, "expect_violations": ["6"]},
 ]
 
 
@@ -959,7 +1116,8 @@ def table(results, profile, machine):
         "Invariants: (1) accepted tokens never decrease per resource; (2) no interleaved writes on",
         "holds()-guarded resources; (3) a token is never issued to two owners, later grants get higher",
         "tokens; (4) acknowledged writes are in the final state, refused ones are not; (5) recovery",
-        "time = fault end to the next successful acquire.",
+        "time = fault end to the next successful acquire (elections: fault start to the next leader);",
+        "(6) elections: every observer's final view is the server's leader, and no observer goes back.",
         "",
         "Lock calls: client = the C++ client library, pqxx = plain SQL over libpqxx.",
         "",

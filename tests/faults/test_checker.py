@@ -32,6 +32,8 @@ class History:
         self.resources = {}
         self.locks = {}
         self.scenario = {"name": "synthetic", "ttl_ms": 1000, "checks": checks or {}}
+        self.observers = {}
+        self.election = None
 
     def _next(self, w):
         self.ids[w] = self.ids.get(w, 0) + 1
@@ -70,9 +72,18 @@ class History:
             self.resources[res] = after
         return i
 
-    def fault(self, t0, t1, fault="pause", lock=None):
-        self.events.append({"t": t0 * MS, "ev": "fault_start", "fault": fault, "lock": lock})
-        self.events.append({"t": t1 * MS, "ev": "fault_end", "fault": fault, "lock": lock})
+    def fault(self, t0, t1, fault="pause", lock=None, worker=None):
+        extra = {"worker": worker} if worker else {}
+        self.events.append({"t": t0 * MS, "ev": "fault_start", "fault": fault, "lock": lock, **extra})
+        self.events.append({"t": t1 * MS, "ev": "fault_end", "fault": fault, "lock": lock, **extra})
+
+    def view(self, observer, t, token, event="view"):
+        """An observer reports the leader with this token (0: none)."""
+        self.observers.setdefault(observer, []).append(
+            {"t": t * MS, "w": observer, "id": 0, "ev": event, "token": token, "holder": ""})
+
+    def election_end(self, before, after, observers):
+        self.election = {"before": before, "after": after, "leader": "c", "observers": observers}
 
     def check(self):
         for w, recs in self.lines.items():
@@ -88,6 +99,15 @@ class History:
                       f)
         with open(os.path.join(self.dir, "scenario.json"), "w") as f:
             json.dump(self.scenario, f)
+        if self.observers:
+            os.makedirs(os.path.join(self.dir, "observers"))
+        for name, recs in self.observers.items():
+            with open(os.path.join(self.dir, "observers", f"{name}.jsonl"), "w") as f:
+                for rec in recs:
+                    f.write(json.dumps(rec) + "\n")
+        if self.election:
+            with open(os.path.join(self.dir, "election.json"), "w") as f:
+                json.dump(self.election, f)
         try:
             return checker.check_run(self.dir)
         finally:
@@ -252,6 +272,66 @@ class CheckerTest(unittest.TestCase):
     def test_min_unknown(self):
         s = clean_history(checks={"min_unknown": 1}).check()
         self.assertOnly(s, "extra")
+
+
+
+def clean_election():
+    """c1 leads, is paused; c2 takes over; two observers follow, one restarted."""
+    h = History({"election": True})
+    h.acquire("c1", 0, 1, "E", "a", 1, mode="wait")
+    h.write("c1", 2, 3, "E", 1, 0, 1)
+    h.view("o1", 1, 1)
+    h.view("o2", 1, 1)
+    h.fault(10, 30, fault="sigstop leader", lock="E", worker="c1")
+    h.acquire("c2", 5, 21, "E", "b", 2, mode="wait")
+    h.write("c2", 22, 23, "E", 2, 1, 2)
+    # the paused leader's write after it resumed is refused
+    h.write("c1", 31, 32, "E", 1, None, None, result="refused", why="not_held", commit=False)
+    h.view("o1", 21, 2)
+    h.view("o1", 40, 2, event="final")
+    h.view("o3", 35, 2)
+    h.view("o3", 40, 2, event="final")
+    h.election_end(2, 2, ["o1", "o3"])
+    return h
+
+
+class ElectionCheckerTest(unittest.TestCase):
+    def assertOnly(self, summary, invariant):
+        CheckerTest.assertOnly(self, summary, invariant)
+
+    def test_clean_election_passes(self):
+        s = clean_election().check()
+        self.assertEqual(s["violations"], 0, s)
+        self.assertEqual(s["recovery_median_ms"], 11.0)  # fault start to c2's grant
+        self.assertEqual(s["info"]["observers_judged"], 2)
+
+    def test_observer_with_a_stale_final_view(self):
+        h = clean_election()
+        h.view("o4", 36, 0, event="final")  # restarted, trusted notifications, heard none
+        h.election["observers"].append("o4")
+        self.assertOnly(h.check(), "6")
+
+    def test_observer_going_back(self):
+        h = clean_election()
+        h.view("o1", 25, 1)
+        self.assertOnly(h.check(), "6")
+
+    def test_observer_without_a_final_view(self):
+        h = clean_election()
+        h.election["observers"].append("o9")
+        self.assertOnly(h.check(), "6")
+
+    def test_no_failover_after_a_fault_on_the_leader(self):
+        h = clean_election()
+        h.fault(50, 51, fault="sigkill leader", lock="E", worker="c2")
+        h.acquire("c2", 5000, 5001, "E", "c", 3, mode="wait")  # only the killed one, much later
+        self.assertOnly(h.check(), "5")
+
+    def test_leader_changed_while_observers_stopped(self):
+        h = clean_election()
+        h.election["after"] = 3
+        s = h.check()
+        self.assertGreater(s["violations_by_invariant"]["extra"], 0, s)
 
 
 if __name__ == "__main__":

@@ -47,4 +47,15 @@ status=$?
 grep -E '^(test| ) *[a-z0-9_-]+ +\.\.\.|tests passed|failed' "$scratch/installcheck.log" | grep -E 'FAILED|tests passed|failed'
 [ $status -ne 0 ] && { tail -n 20 "$scratch/installcheck.log"; head -n 60 "$tree/regression.diffs" 2>/dev/null; }
 check "make installcheck passes as an ordinary user on a server without preloading" test $status -eq 0
+
+# --- lock events without preloading: no event queue, the transaction notifies by itself
+events=$(psql -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres 2>&1 <<'SQL'
+CREATE EXTENSION pg_dlock;
+LISTEN dlock_events;
+SET dlock.events = on;
+SELECT 1 FROM dlock.try_acquire('pgxs:events', '1 minute') \g /dev/null
+SQL
+)
+check "without preloading, a grant's event is still sent, at its commit" \
+	grep -q 'payload "{"event":"acquire","lock_name":"pgxs:events"' <<<"$events"
 finish

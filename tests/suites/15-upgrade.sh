@@ -71,7 +71,12 @@ from_db=dlock_upgrade_from_1_1
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
 in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.1'"
 held_1_1=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 hour', '$owner', 'upgrade-test')")
+# dlock.stats_counters() of 1.1 has fewer columns than the library now fills
+stats_1_1=$(in_db $from_db -c "SELECT shared_memory AND acquisitions > 0 AND stats_reset IS NOT NULL FROM dlock.stats" 2>&1)
+check "dlock.stats of a database still at 1.1 works with the new library ($stats_1_1)" test "$stats_1_1" = t
 in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+stats_1_2=$(in_db $from_db -c "SELECT events_sent >= 0 AND events_dropped >= 0 AND acquisitions > 0 AND stats_reset IS NOT NULL FROM dlock.stats" 2>&1)
+check "after the update dlock.stats has events_sent and events_dropped ($stats_1_2)" test "$stats_1_2" = t
 version_1_1=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
 check "ALTER EXTENSION pg_dlock UPDATE moves 1.1 to $current_version" test "$version_1_1" = "$current_version"
 renewed_1_1=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.1', '$owner', '1 hour') IS NOT NULL")

@@ -25,21 +25,19 @@ sql "ALTER SYSTEM SET dlock.worker_naptime = '1h'"
 sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
-# payloads ($1 = psql output) as JSON lines
-payloads() {
-	sed -n 's/^Asynchronous notification "dlock_events" with payload "\(.*\)" received from server process with PID [0-9]*\.$/\1/p' <<<"$1"
-}
 field() { python3 -c 'import json,sys; e=json.loads(sys.argv[1]); v=e[sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"; }
+# payload_of LINE: the payload of an events_of line (after the bound)
+payload_of() { printf '%s\n' "${1#* }"; }
 
-# --- payload of a grant, in the granting session
-out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
-LISTEN dlock_events;
-SELECT fencing_token FROM dlock.try_acquire('events:payload', '1 minute', '$owner', 'worker "a"');
-SQL
-)
-token=$(sed -n 2p <<<"$out")
-event=$(payloads "$out" | head -n 1)
-check "a grant sends one event" test "$(payloads "$out" | wc -l)" -eq 1
+listen_events "$scratch/events" &
+listener=$!
+wait_listening "$scratch/events"
+
+# --- payload of a grant
+token=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT fencing_token FROM dlock.try_acquire('events:payload', '1 minute', '$owner', 'worker \"a\"')")
+wait_for_event "$scratch/events" acquire events:payload
+event=$(payload_of "$(events_of "$scratch/events" acquire events:payload | head -n 1)")
+check "a grant sends one event" test "$(events_of "$scratch/events" '*' events:payload | wc -l)" -eq 1
 check "payload has exactly event, lock_name, fencing_token, holder, lease_until ($event)" \
 	test "$(python3 -c 'import json,sys; print(",".join(sorted(json.loads(sys.argv[1]))))' "$event")" = \
 	"event,fencing_token,holder,lease_until,lock_name"
@@ -48,30 +46,40 @@ check "payload: event acquire, lock name, token $token, holder" \
 	"acquire|events:payload|$token|worker \"a\""
 check "payload: lease_until is the lease's lease_until" \
 	test "$(sql "SELECT lease_until = '$(field "$event" lease_until)'::timestamptz FROM dlock.locks WHERE lock_name = 'events:payload'")" = t
-check "payload never carries the owner token" bash -c '! grep -qi "$1" <<<"$2"' _ "$owner" "$out"
+check "payload never carries the owner token" bash -c '! grep -qi "$1" "$2"' _ "$owner" "$scratch/events"
 
-# --- a rolled-back grant sends nothing; the committed one after it does
-out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
-LISTEN dlock_events;
+# --- a rolled-back grant sends nothing, nor does one under a rolled-back
+# savepoint; the committed ones do, after their commit
+committing=$(psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
 BEGIN;
-SELECT fencing_token FROM dlock.try_acquire('events:rolled-back', '1 minute', holder => 'rolled back');
+SELECT fencing_token FROM dlock.try_acquire('events:rolled-back', '1 minute', holder => 'rolled back') \\g /dev/null
 ROLLBACK;
-SELECT 'after rollback';
 BEGIN;
-SELECT fencing_token FROM dlock.try_acquire('events:rolled-back', '1 minute', holder => 'committed');
+SELECT fencing_token FROM dlock.try_acquire('events:rolled-back', '1 minute', holder => 'committed') \\g /dev/null
+SAVEPOINT s;
+SELECT fencing_token FROM dlock.try_acquire('events:savepoint', '1 minute', holder => 'rolled back') \\g /dev/null
+ROLLBACK TO SAVEPOINT s;
+SAVEPOINT t;
+SELECT fencing_token FROM dlock.try_acquire('events:savepoint', '1 minute', holder => 'released savepoint') \\g /dev/null
+RELEASE SAVEPOINT t;
+SELECT pg_sleep(1) \\g /dev/null
+SELECT extract(epoch FROM clock_timestamp());
 COMMIT;
 SQL
 )
+event_barrier "$scratch/events"
 check "a rolled-back grant sends nothing, its committed retry one event" \
-	test "$(payloads "$out" | grep -c '"lock_name":"events:rolled-back"')" -eq 1
+	test "$(events_of "$scratch/events" '*' events:rolled-back | wc -l)" -eq 1
 check "the event is the committed grant's" \
-	test "$(payloads "$out" | grep '"lock_name":"events:rolled-back"' | grep -c '"holder":"committed"')" -eq 1
-check "nothing arrived before the commit" \
-	test "$(sed -n '/after rollback/,$p' <<<"$out" | grep -c '^Asynchronous')" -eq 1
+	test "$(events_of "$scratch/events" '*' events:rolled-back | grep -c '"holder": "committed"')" -eq 1
+check "a grant under a rolled-back savepoint sends nothing, one under a released savepoint its event" \
+	test "$(events_of "$scratch/events" '*' events:savepoint | sed 's/^[^ ]* //' | python3 -c 'import json,sys; print(",".join(json.loads(l)["holder"] for l in sys.stdin))')" = "released savepoint"
+arrived=$(events_of "$scratch/events" acquire events:rolled-back | head -n 1)
+check "the event arrives after the commit, not at the grant a second before it (commit at $committing, arrival seen at ${arrived%% *})" \
+	python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > float(sys.argv[2]))' "${arrived%% *}" "$committing"
 
 # --- release, takeover and force release, in commit order with their tokens
-out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
-LISTEN dlock_events;
+psql -X -q -At -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SELECT dlock.renew('events:payload', '$owner', '1 minute') IS NOT NULL;
 SELECT fencing_token FROM dlock.try_acquire('events:payload', '1 minute', '$owner', 'worker "a"');
 SELECT dlock.release('events:payload', '$owner');
@@ -81,33 +89,43 @@ SELECT fencing_token FROM dlock.try_acquire('events:payload', '1 minute', holder
 SELECT dlock.force_release('events:payload', 'events test');
 SELECT dlock.release('events:payload', '$owner');
 SQL
-)
-seq=$(payloads "$out" | grep '"lock_name":"events:payload"' | python3 -c '
+event_barrier "$scratch/events"
+seq=$(events_of "$scratch/events" '*' events:payload | sed 's/^[^ ]* //' | python3 -c '
 import json, sys
 print(" ".join("%s:%d" % (e["event"], e["fencing_token"] - '"$token"') for e in map(json.loads, sys.stdin) if e["event"] != "expire"))')
 check "renew and a retried acquire send nothing; release, acquire, takeover, force release, each with its token (got: $seq)" \
-	test "$seq" = "release:0 acquire:1 takeover:2 force_release:2"
+	test "$seq" = "acquire:0 release:0 acquire:1 takeover:2 force_release:2"
 check "a refused release sends nothing" \
-	test "$(payloads "$out" | grep -c '"event":"release"')" -eq 1
+	test "$(events_of "$scratch/events" release events:payload | wc -l)" -eq 1
 
 # --- a long holder description is cut to 1024 bytes, on a character boundary
-out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
-LISTEN dlock_events;
-SELECT fencing_token FROM dlock.try_acquire('events:long-holder', '1 minute', holder => repeat('€', 500));
-SQL
-)
-event=$(payloads "$out" | head -n 1)
+sql "SELECT fencing_token FROM dlock.try_acquire('events:long-holder', '1 minute', holder => repeat('€', 500))" >/dev/null
+wait_for_event "$scratch/events" acquire events:long-holder
+event=$(payload_of "$(events_of "$scratch/events" acquire events:long-holder | head -n 1)")
 check "a holder of 1500 bytes (500 three-byte characters) is sent as its first 341 characters (1023 bytes)" \
 	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["holder"]; sys.exit(h != "\u20ac" * 341)' "$event"
 
 # --- dlock.events off: nothing
-out=$(psql -X -At -v ON_ERROR_STOP=1 <<SQL
-LISTEN dlock_events;
-SET dlock.events = off;
-SELECT fencing_token FROM dlock.try_acquire('events:off', '1 minute');
+psql -X -q -At -v ON_ERROR_STOP=1 -c "SET dlock.events = off" \
+	-c "SELECT fencing_token FROM dlock.try_acquire('events:off', '1 minute')" >/dev/null
+event_barrier "$scratch/events"
+check "with dlock.events off a grant sends nothing" test "$(events_of "$scratch/events" '*' events:off | wc -l)" -eq 0
+
+# --- a transaction with events cannot be prepared (they are sent at commit)
+out=$(psql -X -q -At -v VERBOSITY=sqlstate <<SQL 2>&1
+SELECT fencing_token FROM dlock.try_acquire('events:prepared', '1 minute', '$owner') \\g /dev/null
+BEGIN;
+SELECT dlock.release('events:prepared', '$owner');
+PREPARE TRANSACTION 'dlock_events_release';
 SQL
 )
-check "with dlock.events off a grant sends nothing" test "$(payloads "$out" | wc -l)" -eq 0
+check "PREPARE TRANSACTION after a release with events on is refused with 0A000 (got: $(tr '\n' ' ' <<<"$out"))" \
+	grep -q '^ERROR:  0A000' <<<"$out"
+check "nothing was prepared and the lease is still held" \
+	test "$(sql "SELECT (SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'dlock_events_release') || state FROM dlock.locks WHERE lock_name = 'events:prepared'")" = 0held
+event_barrier "$scratch/events"
+check "the refused release sent nothing" test "$(events_of "$scratch/events" release events:prepared | wc -l)" -eq 0
+stop_listening "$scratch/events" $listener
 
 # --- the expiry worker
 launcher_pid() { sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_dlock expiry worker'"; }
@@ -116,25 +134,30 @@ check "the expiry worker runs (pid $pid)" test -n "$pid"
 check "the expiry worker holds no transaction or snapshot while it sleeps" \
 	test "$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_dlock expiry worker' AND xact_start IS NULL AND backend_xmin IS NULL")" = 1
 
-listen_events 6 "$scratch/expire" &
+listen_events "$scratch/expire" &
 listener=$!
 wait_listening "$scratch/expire"
 token=$(sql "SELECT fencing_token FROM dlock.try_acquire('events:expire', '1 second', holder => 'gone')")
 until_epoch=$(sql "SELECT extract(epoch FROM lease_until) FROM dlock.locks WHERE lock_name = 'events:expire'")
-sleep 2
+wait_for_event "$scratch/expire" expire events:expire
 # later grants make the worker run again: the old expiry must not come back
 sql "SELECT dlock.try_acquire('events:expire-other', '500 milliseconds')" >/dev/null
-sleep 1
+wait_for_event "$scratch/expire" expire events:expire-other 1
 sql "SELECT dlock.try_acquire('events:expire-other', '500 milliseconds')" >/dev/null
-wait $listener
+wait_for_event "$scratch/expire" expire events:expire-other 2
+event_barrier "$scratch/expire"
+stop_listening "$scratch/expire" $listener
 expired=$(events_of "$scratch/expire" expire events:expire)
 check "a lease that expires with nobody waiting is reported once (got $(wc -l <<<"$expired"))" \
 	test -n "$expired" -a "$(wc -l <<<"$expired")" -eq 1
 check "the expire event carries the lease's token and holder" \
 	test "$(field "${expired#* }" fencing_token)|$(field "${expired#* }" holder)" = "$token|gone"
+# The worker sleeps until the lease_until it was told of, not its naptime of
+# one hour: the bound leaves a loaded machine 10 s (typically it takes a few
+# tens of milliseconds), still 360 times shorter than the naptime.
 delay=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) - float(sys.argv[2])))' "${expired%% *}" "$until_epoch")
-check "the expire event arrives within 1.5 s after lease_until (naptime 1h; took ${delay}s)" \
-	python3 -c 'import sys; sys.exit(not 0 <= float(sys.argv[1]) <= 1.5)' "$delay"
+check "the expire event arrives within 10 s after lease_until, not after the naptime of 1 h (took ${delay}s)" \
+	python3 -c 'import sys; sys.exit(not 0 <= float(sys.argv[1]) <= 10)' "$delay"
 check "each later expiry is reported too" \
 	test "$(events_of "$scratch/expire" expire events:expire-other | wc -l)" -eq 2
 
@@ -178,14 +201,19 @@ sql "ALTER SYSTEM SET dlock.worker_database = 'dlock_events_scratch'"
 sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 psql -X -q -At -d dlock_events_scratch -c "SELECT dlock.try_acquire('events:scratch', '200 milliseconds')" >/dev/null
-sleep 1.5
+for _ in $(seq 1 100); do
+	[ "$(psql -X -At -d dlock_events_scratch -c "SELECT count(*) FROM dlock.expiry_reported")" = 1 ] && break
+	sleep 0.1
+done
 check "the worker follows dlock.worker_database to another database" \
 	test "$(psql -X -At -d dlock_events_scratch -c "SELECT count(*) FROM dlock.expiry_reported")" = 1
+check "an event sender runs for that database (it sent the expiry)" \
+	test "$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_dlock event sender' AND datname = 'dlock_events_scratch'")" = 1
 psql -X -q -d dlock_events_scratch -c "DROP EXTENSION pg_dlock"
 sleep 0.2
 started=$(date +%s.%N)
 psql -X -q -d postgres -c "DROP DATABASE dlock_events_scratch"
-check "DROP DATABASE of the worker's database is not held up" \
+check "DROP DATABASE of the worker's database is not held up (its event sender leaves after a second without events)" \
 	python3 -c 'import sys, time; sys.exit(not time.time() - float(sys.argv[1]) < 3)' "$started"
 sql "ALTER SYSTEM SET dlock.worker_database = '$db'"
 sql "SELECT pg_reload_conf()" >/dev/null
@@ -210,11 +238,13 @@ for _ in $(seq 1 100); do
 done
 check "after a crash restart the worker runs again (pid $pid -> ${newpid:-none})" \
 	test -n "$newpid" -a "$newpid" != "$pid"
-listen_events 4 "$scratch/restart" &
+listen_events "$scratch/restart" &
 listener=$!
 wait_listening "$scratch/restart"
 sql "SELECT dlock.try_acquire('events:after-crash', '1 second')" >/dev/null
-wait $listener
+wait_for_event "$scratch/restart" expire events:after-crash
+event_barrier "$scratch/restart"
+stop_listening "$scratch/restart" $listener
 check "after the crash restart expiries are reported" \
 	test "$(events_of "$scratch/restart" expire events:after-crash | wc -l)" -eq 1
 check "expiries reported before the crash are not reported again" \
