@@ -60,8 +60,8 @@ typedef struct AcquireAttempt
 /*
  * A random (version 4) owner token, for callers that did not bring one.
  */
-static pg_uuid_t *
-new_owner_token(void)
+pg_uuid_t *
+dlock_new_owner_token(void)
 {
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
@@ -86,7 +86,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	args->ttl_usecs = dlock_arg_ttl(fcinfo, 1);
 	args->owner = dlock_arg_owner_token(fcinfo, owner_arg);
 	if (args->owner == NULL)
-		args->owner = new_owner_token();
+		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 
 	if (RecoveryInProgress())
@@ -105,8 +105,8 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
  * on above the floor, in generation "timeline" unless the floor is in a
  * later generation already.
  */
-static int64
-first_token(int64 floor, int32 timeline)
+int64
+dlock_first_token(int64 floor, int32 timeline)
 {
 	if ((floor >> DLOCK_COUNTER_BITS) >= timeline)
 		return floor + 1;
@@ -128,8 +128,8 @@ first_token(int64 floor, int32 timeline)
  * standby that missed this grant still lands above it, whatever the row's
  * old timeline was.
  */
-static int64
-next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
+int64
+dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
 {
 	int64		generation = token >> DLOCK_COUNTER_BITS;
 	bool		same_history = grant_system == (int64) GetSystemIdentifier() &&
@@ -245,7 +245,7 @@ set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now)
  */
 static bool
 grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
-			   DlockRow *row, bool *appeared)
+			   int64 holder_token, DlockRow *row, bool *appeared)
 {
 	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(args->lock_name),
 										   VARSIZE_ANY_EXHDR(args->lock_name), 0);
@@ -286,7 +286,9 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_lock_name - 1] = false;
 	set_owner(row, args, now);
 	row->nulls[Anum_updated_at - 1] = false;
-	row->values[Anum_fencing_seq - 1] = Int64GetDatum(first_token(dlock_token_floor(), timeline));
+	/* issue 14: above the tokens of the name's shared leases and permits too */
+	row->values[Anum_fencing_seq - 1] =
+		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), timeline));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
 	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);
@@ -309,9 +311,10 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
  * commit durably.
  */
 static void
-attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-			  TimestampTz deadline, AcquireAttempt *attempt)
+attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+				  TimestampTz deadline, AcquireAttempt *attempt)
 {
+	int64		holder_token = 0;
 	DlockRows	rows;
 	DlockRow	row;
 	bool		new_lease = true;
@@ -331,7 +334,19 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		new_lease = true;
 		if (!dlock_row_read(&rows, args->lock_name, &row))
 		{
-			if (grant_new_name(&rows, args, deadline, &row, &appeared))
+			/* issue 14: no live shared lease or permit either (holder_lease.c) */
+			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
+												  &attempt->busy_until, &holder_token))
+			{
+				case EXCLUSIVE_ALLOWED:
+					break;
+				case EXCLUSIVE_RETRY:
+					continue;
+				case EXCLUSIVE_BUSY:
+					dlock_rows_close(&rows);
+					return;
+			}
+			if (grant_new_name(&rows, args, deadline, holder_token, &row, &appeared))
 				break;
 			if (appeared)
 				continue;
@@ -353,6 +368,22 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				return;
 			}
 			new_lease = false;	/* this owner retrying: same lease, same token */
+		}
+
+		/* issue 14: a new lease also needs no live shared lease or permit */
+		if (new_lease)
+		{
+			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
+												  &attempt->busy_until, &holder_token))
+			{
+				case EXCLUSIVE_ALLOWED:
+					break;
+				case EXCLUSIVE_RETRY:
+					continue;
+				case EXCLUSIVE_BUSY:
+					dlock_rows_close(&rows);
+					return;
+			}
 		}
 
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
@@ -377,8 +408,10 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 			int32		timeline = dlock_token_timeline();
 
 			taken_over = has_owner;
+			/* issue 14: above the tokens of the name's holder slots too */
+			token = Max(token, holder_token);
 			row.values[Anum_fencing_seq - 1] =
-				Int64GetDatum(next_token(token, grant_timeline, grant_system, timeline));
+				Int64GetDatum(dlock_next_token(token, grant_timeline, grant_system, timeline));
 			row.values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
 			set_grant_system(&row, rows.natts);
 			row.values[Anum_acquisitions - 1] =
@@ -416,6 +449,18 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 					DatumGetInt64(row.values[Anum_fencing_seq - 1]), args->holder,
 					DatumGetTimestampTz(row.values[Anum_lease_until - 1]));
 	}
+}
+
+/*
+ * attempt_grant_row, and for a refusal give back the kind lock it may have
+ * taken (issue 14, holder_lease.c), so a refused attempt holds nothing.
+ */
+static void
+attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+			  TimestampTz deadline, AcquireAttempt *attempt)
+{
+	attempt_grant_row(args, tupdesc, cxt, deadline, attempt);
+	dlock_holders_attempt_done(attempt->acquired);
 }
 
 /*
@@ -627,6 +672,11 @@ dlock_renew(PG_FUNCTION_ARGS)
 
 	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &row))
 	{
+		TimestampTz holder_until;
+
+		/* issue 14: or a shared lease or permit of this owner */
+		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &holder_until))
+			PG_RETURN_TIMESTAMPTZ(holder_until);
 		dlock_count(STAT_RENEWALS_REFUSED, 1);
 		if (dlock_audit_level == DLOCK_AUDIT_ALL)
 			audit_event("renew_refused", lock_name, 0, true, NULL, NULL);
@@ -696,6 +746,9 @@ dlock_release(PG_FUNCTION_ARGS)
 
 	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, &row))
 	{
+		/* issue 14: or a shared lease or permit of this owner */
+		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), 0, NULL))
+			PG_RETURN_BOOL(true);
 		dlock_count(STAT_RELEASES_REFUSED, 1);
 		PG_RETURN_BOOL(false);
 	}

@@ -16,6 +16,7 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "nodes/lockoptions.h"
+#include "storage/lock.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/uuid.h"
@@ -26,6 +27,8 @@
  */
 #define ERRCODE_DLOCK_STALE_FENCING_TOKEN	MAKE_SQLSTATE('P','D','0','0','1')
 #define ERRCODE_DLOCK_LOCK_NOT_HELD			MAKE_SQLSTATE('P','D','0','0','2')
+/* lock kinds (issue 14): the name is held in another kind than asked for */
+#define ERRCODE_DLOCK_WRONG_KIND			MAKE_SQLSTATE('P','D','0','2','0')
 
 /* Token layout: timeline ID above a per-name counter (README "Fencing tokens") */
 #define DLOCK_COUNTER_BITS	40
@@ -68,6 +71,21 @@ typedef enum DlockPlanId
 	PLAN_PURGE_AUDIT,
 	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
+	/* lock kinds (issue 14, holder_lease.c) */
+	PLAN_HOLDERS_LIVE,
+	PLAN_HOLDERS_CLEAR_EXPIRED,
+	PLAN_NAME_STATE,
+	PLAN_HOLDERS_READ,
+	PLAN_HOLDER_LOCK,
+	PLAN_HOLDER_INSERT,
+	PLAN_HOLDER_GRANT,
+	PLAN_HOLDER_CHANGE,
+	PLAN_HOLDER_PIN,
+	PLAN_COUNTER_LOCK,
+	PLAN_COUNTER_INSERT,
+	PLAN_COUNTER_UPDATE,
+	PLAN_SEMAPHORE_RESIZE,
+	PLAN_SET_BUSY,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 
@@ -87,6 +105,7 @@ typedef struct DlockCatalog
 	Oid			lock_table;		/* dlock.distributed_lock */
 	Oid			lock_index;		/* its primary key */
 	Oid			floor_table;	/* dlock.token_floor */
+	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */
 } DlockCatalog;
@@ -96,6 +115,8 @@ extern bool dlock_floor_lock_shared(void);
 extern bool dlock_floor_lock_exclusive(void);
 extern bool dlock_new_name_lock(uint64 hash, bool wait);
 extern void dlock_new_name_unlock(uint64 hash);
+extern LockAcquireResult dlock_kind_lock(text *lock_name, LOCKMODE mode, bool wait);
+extern void dlock_kind_unlock(text *lock_name, LOCKMODE mode);
 
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
 /* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
@@ -156,6 +177,7 @@ extern void dlock_durability_init(void);
 
 /* wait.c */
 extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs);
+extern bool dlock_wait_queued_ahead(text *lock_name);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
 extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs);
 extern void dlock_wait_leave(void);
@@ -188,6 +210,13 @@ typedef enum DlockCounter
 	STAT_WAITS,
 	STAT_WAIT_TIMEOUTS,
 	STAT_WAIT_USECS,
+	/* per lock kind (issue 14), shown by dlock.kind_stats() only */
+	STAT_SHARED_ACQUISITIONS,
+	STAT_SHARED_BUSY,
+	STAT_PERMIT_ACQUISITIONS,
+	STAT_PERMIT_BUSY,
+	STAT_MULTI_ACQUISITIONS,
+	STAT_MULTI_BUSY,
 	NUM_DLOCK_COUNTERS
 } DlockCounter;
 
@@ -196,8 +225,28 @@ extern Size dlock_stats_shmem_size(void);
 extern void dlock_stats_shmem_init(void);
 
 /* lease.c */
+extern int64 dlock_first_token(int64 floor, int32 timeline);
+extern int64 dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system,
+							  int32 timeline);
+extern pg_uuid_t *dlock_new_owner_token(void);
 extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 							  DlockAuditLevel audit_from, const char *reason);
+
+/* holder_lease.c: shared leases and semaphore permits (issue 14) */
+typedef enum DlockExclusiveCheck
+{
+	EXCLUSIVE_ALLOWED,			/* no live holder: grant, tokens above theirs */
+	EXCLUSIVE_BUSY,				/* a live shared lease or permit */
+	EXCLUSIVE_RETRY				/* waited for a holder's transaction: read again */
+} DlockExclusiveCheck;
+
+extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
+														 TimestampTz *busy_until,
+														 int64 *holder_token);
+extern void dlock_holders_attempt_done(bool acquired);
+extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+								TimestampTz *lease_until);
+extern bool dlock_holder_holds(text *lock_name, int64 token);
 
 /* pg_dlock.c */
 extern bool dlock_shmem_ready;

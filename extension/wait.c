@@ -339,6 +339,37 @@ join_queue(text *lock_name)
 }
 
 /*
+ * Issue 14 hook (writer preference, holder_lease.c): is another caller
+ * queued for lock_name ahead of this backend? True when this backend is not
+ * the head of the name's queue and someone else waits for the name.
+ */
+bool
+dlock_wait_queued_ahead(text *lock_name)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash;
+	WaitQueue  *q;
+	bool		ahead = false;
+
+	if (wait_shared == NULL || (me != NULL && me->head))
+		return false;
+	hash = name_hash(name, len);
+	q = queue_of(hash);
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER && !ahead; i = wait_shared->waiters[i].next)
+	{
+		Waiter	   *w = &wait_shared->waiters[i];
+
+		if (w != me && w->hash == hash && w->name_len == len &&
+			memcmp(w->name, name, len) == 0)
+			ahead = true;
+	}
+	SpinLockRelease(&q->mutex);
+	return ahead;
+}
+
+/*
  * Start a dlock.acquire call that may wait up to wait_usecs. With shared
  * memory and a non-zero wait, this joins lock_name's queue, before the
  * first attempt, so that a release committed between that attempt and the
