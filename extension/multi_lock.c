@@ -199,6 +199,7 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 	TimestampTz deadline = GetCurrentTimestamp() + Max(wait_usecs, 0);
 	HeapTuple  *leases = palloc(sizeof(HeapTuple) * nnames);
 	volatile bool granted = true;
+	volatile int current = 0;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -211,6 +212,8 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 			bool		isnull;
 			MultiPlan	plan = wait_usecs < 0 ? MULTI_TRY : MULTI_WAIT;
 			int			arg = 0;
+
+			current = i;
 
 			values[arg++] = PointerGetDatum(names[i]);
 			values[arg++] = ttl;
@@ -256,7 +259,15 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner_before;
 		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
 			dlock_count(STAT_MULTI_BUSY, 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not acquire all %d locks within " INT64_FORMAT " ms",
+							nnames, wait_usecs / 1000),
+					 errdetail("Lock \"%s\" was held by another owner for the rest of the wait; none of the set was taken.",
+							   text_to_cstring(names[current]))));
+		}
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
