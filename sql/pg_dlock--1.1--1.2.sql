@@ -192,7 +192,7 @@ CREATE OR REPLACE VIEW dlock.locks AS
 		   CASE WHEN h.live > 0 THEN 'held' ELSE 'free' END,
 		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		   h.last_change,
-		   CASE WHEN h.live > 0 THEN h.kind ELSE 'free' END,
+		   h.kind,
 		   h.live::integer
 	  FROM dlock.holder_counter c
 		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
