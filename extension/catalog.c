@@ -59,7 +59,8 @@ catalog_invalidate(Datum arg, Oid relid)
 		return;
 	if (relid == InvalidOid || relid == catalog.lock_table ||
 		relid == catalog.lock_index || relid == catalog.floor_table ||
-		(OidIsValid(catalog.holder_table) && relid == catalog.holder_table))
+		(OidIsValid(catalog.holder_table) && relid == catalog.holder_table) ||
+		(OidIsValid(catalog.counter_table) && relid == catalog.counter_table))
 		catalog_valid = false;
 }
 
@@ -168,6 +169,7 @@ dlock_catalog(void)
 	catalog.floor_table = member_table(extoid, schema, "token_floor");
 	/* from 1.2 on; a database not yet updated has exclusive leases only */
 	catalog.holder_table = member_table(extoid, schema, "lock_holder");
+	catalog.counter_table = member_table(extoid, schema, "holder_counter");
 	if (!OidIsValid(catalog.lock_table))
 		catalog_missing("table \"distributed_lock\"");
 	if (!OidIsValid(catalog.floor_table))

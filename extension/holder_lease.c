@@ -49,7 +49,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "funcapi.h"
@@ -57,6 +59,9 @@
 #include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -134,6 +139,77 @@ take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 	}
 }
 
+/* Attribute numbers of dlock.lock_holder and dlock.holder_counter (pg_dlock--1.1--1.2.sql) */
+#define Anum_holder_lock_name	1
+#define Anum_holder_owner_token 5
+#define Anum_holder_lease_until 8
+#define Anum_counter_lock_name	1
+#define Anum_counter_fencing_seq 2
+
+/*
+ * Scan the rows of lock_name in table relid (by its primary key, whose first
+ * column is the name) with the latest snapshot, calling fn for each.
+ */
+static void
+scan_name_rows(Oid relid, text *lock_name, void (*fn) (HeapTuple tuple, TupleDesc desc, void *arg),
+			   void *arg)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(lock_name));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		fn(tuple, RelationGetDescr(rel), arg);
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+}
+
+/* What an exclusive grant needs to know about a name's holder slots */
+typedef struct HolderProbe
+{
+	TimestampTz now;
+	TimestampTz first_expiry;	/* earliest lease_until of a live holder */
+	bool		any_live;
+	bool		any_expired;	/* an expired holder still owns its slot */
+	int64		counter;		/* highest token reserved for the slots, 0 if none */
+} HolderProbe;
+
+static void
+probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
+{
+	HolderProbe *probe = arg;
+	bool		isnull;
+	TimestampTz until;
+
+	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
+	if (isnull)
+		return;
+	until = DatumGetTimestampTz(heap_getattr(tuple, Anum_holder_lease_until, desc, &isnull));
+	if (isnull || until <= probe->now)
+		probe->any_expired = true;
+	else
+	{
+		if (!probe->any_live || until < probe->first_expiry)
+			probe->first_expiry = until;
+		probe->any_live = true;
+	}
+}
+
+static void
+probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
+{
+	bool		isnull;
+	Datum		seq = heap_getattr(tuple, Anum_counter_fencing_seq, desc, &isnull);
+
+	if (!isnull)
+		((HolderProbe *) arg)->counter = DatumGetInt64(seq);
+}
+
 static Datum
 spi_value(int row, int col, bool *isnull)
 {
@@ -154,12 +230,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 {
 	LockAcquireResult result;
 	bool		waited;
-	Datum		values[2];
-	bool		isnull;
-	TimestampTz now;
-	TimestampTz live_until;
-	bool		any_live;
-	int64		expired;
+	HolderProbe probe;
 
 	*holder_token = 0;
 	if (!OidIsValid(dlock_catalog()->holder_table))
@@ -183,28 +254,30 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 	if (waited)
 		return EXCLUSIVE_RETRY; /* decide on the row as it is now */
 
-	now = GetCurrentTimestamp();
-	values[0] = PointerGetDatum(lock_name);
-	values[1] = TimestampTzGetDatum(now);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
-	(void) dlock_execute(PLAN_HOLDERS_LIVE, values, NULL, 1);
-	live_until = DatumGetTimestampTz(spi_value(0, 1, &isnull));
-	any_live = !isnull;
-	expired = DatumGetInt64(spi_value(0, 2, &isnull));
+	/* without the executor: this runs on every exclusive grant */
+	probe.now = GetCurrentTimestamp();
+	probe.first_expiry = 0;
+	probe.any_live = probe.any_expired = false;
+	probe.counter = 0;
+	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
+	if (probe.any_live)
 	{
-		Datum		counter = spi_value(0, 3, &isnull);
-
-		*holder_token = isnull ? 0 : DatumGetInt64(counter);
-	}
-	if (!any_live && expired > 0)
-		(void) dlock_execute(PLAN_HOLDERS_CLEAR_EXPIRED, values, NULL, 0);
-	SPI_finish();
-
-	if (any_live)
-	{
-		*busy_until = live_until;
+		*busy_until = probe.first_expiry;
 		return EXCLUSIVE_BUSY;
+	}
+	scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
+	*holder_token = probe.counter;
+	if (probe.any_expired)
+	{
+		/* rare: wait for their pins, then free their slots */
+		Datum		values[2];
+
+		values[0] = PointerGetDatum(lock_name);
+		values[1] = TimestampTzGetDatum(probe.now);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_dlock: SPI_connect failed");
+		(void) dlock_execute(PLAN_HOLDERS_CLEAR_EXPIRED, values, NULL, 0);
+		SPI_finish();
 	}
 	return EXCLUSIVE_ALLOWED;
 }

@@ -72,7 +72,6 @@ typedef enum DlockPlanId
 	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
 	/* lock kinds (issue 14, holder_lease.c) */
-	PLAN_HOLDERS_LIVE,
 	PLAN_HOLDERS_CLEAR_EXPIRED,
 	PLAN_NAME_STATE,
 	PLAN_HOLDERS_READ,
@@ -106,6 +105,7 @@ typedef struct DlockCatalog
 	Oid			lock_index;		/* its primary key */
 	Oid			floor_table;	/* dlock.token_floor */
 	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
+	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */
 } DlockCatalog;

@@ -38,7 +38,9 @@ typedef struct DlockPlanDef
 	Oid			argtypes[12];
 } DlockPlanDef;
 
-static const DlockPlanDef plan_defs[PLAN_HOLDERS_LIVE] = {
+#define FIRST_KIND_PLAN PLAN_HOLDERS_CLEAR_EXPIRED
+
+static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 	[PLAN_FENCE] = {
 		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
 		" VALUES ($1, $2, pg_catalog.clock_timestamp())"
@@ -119,35 +121,26 @@ static const DlockPlanDef plan_defs[PLAN_HOLDERS_LIVE] = {
  * caller's one clock reading.
  */
 static const DlockPlanDef kind_plan_defs[] = {
-	/* live holders' earliest expiry, expired ones still owned, the slots' counter */
-	[PLAN_HOLDERS_LIVE - PLAN_HOLDERS_LIVE] = {
-		"SELECT pg_catalog.min(h.lease_until) FILTER (WHERE h.lease_until > $2),"
-		"       pg_catalog.count(*) FILTER (WHERE h.lease_until <= $2),"
-		"       (SELECT c.fencing_seq FROM dlock.holder_counter c WHERE c.lock_name = $1)"
-		"  FROM dlock.lock_holder h"
-		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL",
-		2, {TEXTOID, TIMESTAMPTZOID}
-	},
 	/* waits for pins (holds) on expired holders, then frees their slots */
-	[PLAN_HOLDERS_CLEAR_EXPIRED - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDERS_CLEAR_EXPIRED - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = $2"
 		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL AND h.lease_until <= $2",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
-	[PLAN_NAME_STATE - PLAN_HOLDERS_LIVE] = {
+	[PLAN_NAME_STATE - FIRST_KIND_PLAN] = {
 		"SELECT l.owner_token IS NOT NULL AND l.lease_until > $2, l.lease_until,"
 		"       l.fencing_seq, l.grant_timeline, l.grant_system"
 		"  FROM dlock.distributed_lock l WHERE l.lock_name = $1",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
-	[PLAN_HOLDERS_READ - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDERS_READ - FIRST_KIND_PLAN] = {
 		"SELECT h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
 		"       h.owner_token IS NOT NULL AND h.lease_until > $2"
 		"  FROM dlock.lock_holder h WHERE h.lock_name = $1 ORDER BY h.slot",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	/* a free or expired slot, unless another transaction has it (a grant, a pin) */
-	[PLAN_HOLDER_LOCK - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDER_LOCK - FIRST_KIND_PLAN] = {
 		"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system"
 		"  FROM dlock.lock_holder h"
 		" WHERE h.lock_name = $1 AND h.slot = $2"
@@ -155,14 +148,14 @@ static const DlockPlanDef kind_plan_defs[] = {
 		"   FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
-	[PLAN_HOLDER_INSERT - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDER_INSERT - FIRST_KIND_PLAN] = {
 		"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
 		"                                  updated_at, grant_timeline, grant_system)"
 		" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
 		" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system",
 		4, {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID}
 	},
-	[PLAN_HOLDER_GRANT - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDER_GRANT - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5,"
 		"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9,"
 		"       acquired_at = $10, updated_at = $10, renewals = 0,"
@@ -172,7 +165,7 @@ static const DlockPlanDef kind_plan_defs[] = {
 			 TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID}
 	},
 	/* renew ($4 true) or release this owner's live holder lease */
-	[PLAN_HOLDER_CHANGE - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDER_CHANGE - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.lock_holder h"
 		"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
 		"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
@@ -180,36 +173,36 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot",
 		5, {TEXTOID, UUIDOID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID}
 	},
-	[PLAN_HOLDER_PIN - PLAN_HOLDERS_LIVE] = {
+	[PLAN_HOLDER_PIN - FIRST_KIND_PLAN] = {
 		"SELECT 1 FROM dlock.lock_holder h"
 		" WHERE h.lock_name = $1 AND h.fencing_seq = $2"
 		"   AND h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()"
 		"   FOR SHARE",
 		2, {TEXTOID, INT8OID}
 	},
-	[PLAN_COUNTER_LOCK - PLAN_HOLDERS_LIVE] = {
+	[PLAN_COUNTER_LOCK - FIRST_KIND_PLAN] = {
 		"SELECT c.fencing_seq, c.grant_timeline, c.grant_system"
 		"  FROM dlock.holder_counter c WHERE c.lock_name = $1 FOR UPDATE",
 		1, {TEXTOID}
 	},
-	[PLAN_COUNTER_INSERT - PLAN_HOLDERS_LIVE] = {
+	[PLAN_COUNTER_INSERT - FIRST_KIND_PLAN] = {
 		"INSERT INTO dlock.holder_counter (lock_name, fencing_seq, grant_timeline, grant_system)"
 		" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
 		4, {TEXTOID, INT8OID, INT4OID, INT8OID}
 	},
-	[PLAN_COUNTER_UPDATE - PLAN_HOLDERS_LIVE] = {
+	[PLAN_COUNTER_UPDATE - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.holder_counter c SET fencing_seq = $2, grant_timeline = $3,"
 		"       grant_system = $4 WHERE c.lock_name = $1",
 		4, {TEXTOID, INT8OID, INT4OID, INT8OID}
 	},
-	[PLAN_SEMAPHORE_RESIZE - PLAN_HOLDERS_LIVE] = {
+	[PLAN_SEMAPHORE_RESIZE - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.lock_holder h SET permits = $2"
 		" WHERE h.lock_name = $1 AND h.kind = 'p' AND h.owner_token IS NOT NULL"
 		"   AND h.lease_until > pg_catalog.clock_timestamp()",
 		2, {TEXTOID, INT4OID}
 	},
 	/* multi_lock.c: is a name of the set held by another owner, in any kind? */
-	[PLAN_SET_BUSY - PLAN_HOLDERS_LIVE] = {
+	[PLAN_SET_BUSY - FIRST_KIND_PLAN] = {
 		"SELECT EXISTS (SELECT 1 FROM dlock.distributed_lock l"
 		"                WHERE l.lock_name = ANY ($1) AND l.owner_token IS NOT NULL"
 		"                  AND l.owner_token <> $2"
@@ -221,7 +214,7 @@ static const DlockPlanDef kind_plan_defs[] = {
 	},
 };
 
-StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - PLAN_HOLDERS_LIVE,
+StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - FIRST_KIND_PLAN,
 				 "a lock-kind plan is missing");
 
 static SPIPlanPtr plans[NUM_DLOCK_PLANS];
@@ -234,8 +227,8 @@ dlock_plan(DlockPlanId id)
 {
 	if (plans[id] == NULL)
 	{
-		const DlockPlanDef *def = id < PLAN_HOLDERS_LIVE ? &plan_defs[id] :
-			&kind_plan_defs[id - PLAN_HOLDERS_LIVE];
+		const DlockPlanDef *def = id < FIRST_KIND_PLAN ? &plan_defs[id] :
+			&kind_plan_defs[id - FIRST_KIND_PLAN];
 		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
 
 		if (plan == NULL)
