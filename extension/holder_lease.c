@@ -521,6 +521,7 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	int64		name_seq = 0;
 	int32		name_timeline = 0;
 	int64		name_system = 0;
+	int			nrows;
 	int			nslots;
 	int32	   *slots;
 	bool	   *free_slot;
@@ -535,35 +536,48 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = TimestampTzGetDatum(now);
 
-	/* an exclusive lease in force */
-	name_exists = dlock_execute(PLAN_NAME_STATE, values, NULL, 1) > 0;
+	/* the name's exclusive lease and its holder slots, in one statement */
+	nrows = dlock_execute(PLAN_NAME_AND_HOLDERS, values, NULL, 0);
+	name_exists = false;
+	if (nrows > 0)
+	{
+		(void) spi_value(0, 1, &isnull);
+		name_exists = !isnull;
+	}
 	if (name_exists)
 	{
-		if (DatumGetBool(spi_value(0, 1, &isnull)))
+		if (DatumGetBool(spi_value(0, 2, &isnull)))
 		{
-			attempt->busy_until = DatumGetTimestampTz(spi_value(0, 2, &isnull));
+			attempt->busy_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
 			return false;
 		}
-		name_seq = DatumGetInt64(spi_value(0, 3, &isnull));
-		name_timeline = DatumGetInt32(spi_value(0, 4, &isnull));
-		name_system = DatumGetInt64(spi_value(0, 5, &isnull));
+		name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
+		name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
+		name_system = DatumGetInt64(spi_value(0, 6, &isnull));
 	}
 
 	/* the live holders */
-	nslots = dlock_execute(PLAN_HOLDERS_READ, values, NULL, 0);
-	slots = palloc(sizeof(int32) * (nslots + 1));
-	free_slot = palloc(sizeof(bool) * (nslots + 1));
-	for (int i = 0; i < nslots; i++)
+	slots = palloc(sizeof(int32) * (nrows + 1));
+	free_slot = palloc(sizeof(bool) * (nrows + 1));
+	nslots = 0;
+	for (int i = 0; i < nrows; i++)
 	{
-		int32		number = DatumGetInt32(spi_value(i, 1, &isnull));
-		char		kind = DatumGetChar(spi_value(i, 2, &isnull));
-		Datum		permits = spi_value(i, 3, &isnull);
-		bool		permits_null = isnull;
-		bool		live = DatumGetBool(spi_value(i, 6, &isnull));
+		Datum		slot_number = spi_value(i, 7, &isnull);
+		char		kind;
+		Datum		permits;
+		bool		permits_null;
+		bool		live;
 
-		slots[i] = number;
-		free_slot[i] = !live;
-		max_slot = Max(max_slot, number);
+		if (isnull)
+			continue;			/* the name has no slot */
+		kind = DatumGetChar(spi_value(i, 8, &isnull));
+		permits = spi_value(i, 9, &isnull);
+		permits_null = isnull;
+		live = DatumGetBool(spi_value(i, 12, &isnull));
+		slots[nslots] = DatumGetInt32(slot_number);
+		free_slot[nslots] = !live;
+		max_slot = Max(max_slot, slots[nslots]);
+		nslots++;
 		if (!live)
 			continue;
 		nlive++;
@@ -585,11 +599,11 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 							   DatumGetInt32(permits)),
 					 errhint("Change the number of permits with dlock.resize_semaphore().")));
 		{
-			TimestampTz until = DatumGetTimestampTz(spi_value(i, 5, &isnull));
+			TimestampTz until = DatumGetTimestampTz(spi_value(i, 11, &isnull));
 
 			if (first_expiry == 0 || until < first_expiry)
 				first_expiry = until;
-			if (memcmp(DatumGetUUIDP(spi_value(i, 4, &isnull)), args->owner, UUID_LEN) == 0)
+			if (memcmp(DatumGetUUIDP(spi_value(i, 10, &isnull)), args->owner, UUID_LEN) == 0)
 			{
 				/* this owner retrying: the same lease, renewed */
 				TimestampTz renewed;
@@ -711,9 +725,13 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	/* writer preference: nobody queued for the name goes after us */
 	if (!dlock_wait_queued_ahead(args->lock_name))
 	{
+		DlockOwnerScope scope;
+
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_dlock: SPI_connect failed");
+		dlock_owner_scope_begin(&scope);
 		(void) grant_holder(args, tupdesc, cxt, attempt);
+		dlock_owner_scope_end(&scope);
 		SPI_finish();
 	}
 	if (!attempt->acquired)

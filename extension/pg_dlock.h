@@ -73,8 +73,7 @@ typedef enum DlockPlanId
 	PLAN_AUDIT,
 	/* lock kinds (issue 14, holder_lease.c) */
 	PLAN_HOLDERS_CLEAR_EXPIRED,
-	PLAN_NAME_STATE,
-	PLAN_HOLDERS_READ,
+	PLAN_NAME_AND_HOLDERS,
 	PLAN_HOLDER_LOCK,
 	PLAN_HOLDER_INSERT,
 	PLAN_HOLDER_GRANT,
@@ -89,6 +88,17 @@ typedef enum DlockPlanId
 } DlockPlanId;
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
+
+/* Statements run between begin and end run as the extension owner (switched once) */
+typedef struct DlockOwnerScope
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;		/* -1: already the owner, nothing switched */
+} DlockOwnerScope;
+
+extern void dlock_owner_scope_begin(DlockOwnerScope *scope);
+extern void dlock_owner_scope_end(DlockOwnerScope *scope);
 
 /* admin.c */
 extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);

@@ -127,16 +127,22 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL AND h.lease_until <= $2",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
-	[PLAN_NAME_STATE - FIRST_KIND_PLAN] = {
-		"SELECT l.owner_token IS NOT NULL AND l.lease_until > $2, l.lease_until,"
-		"       l.fencing_seq, l.grant_timeline, l.grant_system"
-		"  FROM dlock.distributed_lock l WHERE l.lock_name = $1",
-		2, {TEXTOID, TIMESTAMPTZOID}
-	},
-	[PLAN_HOLDERS_READ - FIRST_KIND_PLAN] = {
-		"SELECT h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
+	/*
+	 * The name's exclusive lease (columns 1-6; found is NULL without a row)
+	 * and its holder slots (7-12), one row per slot, or one row with NULL
+	 * slot columns when it has none.
+	 */
+	[PLAN_NAME_AND_HOLDERS - FIRST_KIND_PLAN] = {
+		"SELECT n.found, n.live, n.lease_until, n.fencing_seq, n.grant_timeline, n.grant_system,"
+		"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
 		"       h.owner_token IS NOT NULL AND h.lease_until > $2"
-		"  FROM dlock.lock_holder h WHERE h.lock_name = $1 ORDER BY h.slot",
+		"  FROM (SELECT 1) v"
+		"  LEFT JOIN LATERAL ("
+		"    SELECT true AS found, l.owner_token IS NOT NULL AND l.lease_until > $2 AS live,"
+		"           l.lease_until, l.fencing_seq, l.grant_timeline, l.grant_system"
+		"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true"
+		"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1"
+		" ORDER BY h.slot",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	/* a free or expired slot, unless another transaction has it (a grant, a pin) */
@@ -250,6 +256,37 @@ dlock_plan(DlockPlanId id)
  * rows without the executor), so a statement they need -- an audit record
  * -- switches to the extension owner and a pinned search_path for its
  * duration, as a SECURITY DEFINER function would.
+ */
+void
+dlock_owner_scope_begin(DlockOwnerScope *scope)
+{
+	Oid			owner = dlock_catalog()->owner;
+
+	GetUserIdAndSecContext(&scope->userid, &scope->sec_context);
+	scope->nestlevel = -1;
+	if (scope->userid == owner)
+		return;
+	SetUserIdAndSecContext(owner, scope->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	scope->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+dlock_owner_scope_end(DlockOwnerScope *scope)
+{
+	if (scope->nestlevel < 0)
+		return;
+	AtEOXact_GUC(true, scope->nestlevel);
+	SetUserIdAndSecContext(scope->userid, scope->sec_context);
+}
+
+/*
+ * dlock_execute, and dlock_owner_scope_begin/end for a caller that runs
+ * several statements in a row (the switch of user and search_path is then
+ * made once): an error inside the scope needs no cleanup, transaction or
+ * subtransaction abort restores both, as for a SECURITY DEFINER function.
  */
 int
 dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
