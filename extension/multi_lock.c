@@ -375,7 +375,8 @@ dlock_acquire_all(PG_FUNCTION_ARGS)
  * dlock.release_all(lock_names, owner_token) returns integer
  *
  * Releases this owner's live lease of each name (dlock.release); returns
- * how many it ended.
+ * how many it ended. The commit waits for no WAL flush when the releases
+ * are all the transaction wrote, as for dlock.release (durability.c).
  */
 Datum
 dlock_release_all(PG_FUNCTION_ARGS)
@@ -383,6 +384,7 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	int			nnames;
 	text	  **names = set_names(fcinfo, &nnames);
 	int			released = 0;
+	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -399,5 +401,12 @@ dlock_release_all(PG_FUNCTION_ARGS)
 			released++;
 	}
 	SPI_finish();
+	/*
+	 * Like one release, the set's releases need not wait for the WAL flush
+	 * when they are all the transaction wrote: a release lost in a crash
+	 * only lets the leases run to their ttl.
+	 */
+	if (released > 0)
+		dlock_allow_async_release(had_xid);
 	PG_RETURN_INT32(released);
 }
