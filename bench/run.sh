@@ -2,7 +2,7 @@
 # make bench: pg_dlock against advisory locks, a hand-written SQL lease and
 # Redis, on a throwaway PostgreSQL and redis-server on loopback.
 #
-#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6 7"] [--duration S] [--rounds N]
+#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6 7 8"] [--duration S] [--rounds N]
 #                [--keep] [-- extra dlock_bench options]
 #
 #   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
@@ -42,7 +42,7 @@ redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="1 2 3 3c 4 5 6 7"
+cases="1 2 3 3c 4 5 6 7 8"
 duration=
 rounds=
 quick=0

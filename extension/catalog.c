@@ -32,6 +32,7 @@
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/lock.h"
@@ -45,6 +46,7 @@
 /* Fourth field of pg_dlock's advisory lock tags */
 #define DLOCK_LOCKTAG_FLOOR		0x6401
 #define DLOCK_LOCKTAG_NEW_NAME	0x6402
+#define DLOCK_LOCKTAG_KIND		0x6403
 
 static DlockCatalog catalog = {.generation = 0};
 static bool catalog_valid = false;
@@ -56,7 +58,9 @@ catalog_invalidate(Datum arg, Oid relid)
 	if (!catalog_valid)
 		return;
 	if (relid == InvalidOid || relid == catalog.lock_table ||
-		relid == catalog.lock_index || relid == catalog.floor_table)
+		relid == catalog.lock_index || relid == catalog.floor_table ||
+		(OidIsValid(catalog.holder_table) && relid == catalog.holder_table) ||
+		(OidIsValid(catalog.counter_table) && relid == catalog.counter_table))
 		catalog_valid = false;
 }
 
@@ -163,6 +167,9 @@ dlock_catalog(void)
 	extension_owner_schema(extoid, &catalog.owner, &schema);
 	catalog.lock_table = member_table(extoid, schema, "distributed_lock");
 	catalog.floor_table = member_table(extoid, schema, "token_floor");
+	/* from 1.2 on; a database not yet updated has exclusive leases only */
+	catalog.holder_table = member_table(extoid, schema, "lock_holder");
+	catalog.counter_table = member_table(extoid, schema, "holder_counter");
 	if (!OidIsValid(catalog.lock_table))
 		catalog_missing("table \"distributed_lock\"");
 	if (!OidIsValid(catalog.floor_table))
@@ -255,4 +262,47 @@ dlock_new_name_unlock(uint64 hash)
 
 	new_name_locktag(&tag, hash);
 	(void) LockRelease(&tag, ExclusiveLock, false);
+}
+
+/*
+ * The kind lock of a name orders grants of different kinds (holder_lease.c):
+ * a shared lease or permit is granted under it in ShareLock, an exclusive
+ * lease in ExclusiveLock, each kept to the end of the granting transaction.
+ * Names are told apart by a 64-bit hash; two names that collide only share
+ * the lock, which costs waiting, never correctness.
+ */
+static void
+kind_locktag(LOCKTAG *tag, text *lock_name)
+{
+	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(lock_name),
+										   VARSIZE_ANY_EXHDR(lock_name), 0);
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 DLOCK_LOCKTAG_KIND);
+}
+
+/*
+ * Take lock_name's kind lock in "mode" for the rest of the transaction;
+ * with wait false, LOCKACQUIRE_NOT_AVAIL when another transaction holds it
+ * in a conflicting mode.
+ */
+LockAcquireResult
+dlock_kind_lock(text *lock_name, LOCKMODE mode, bool wait)
+{
+	LOCKTAG		tag;
+
+	kind_locktag(&tag, lock_name);
+	return LockAcquire(&tag, mode, false, !wait);
+}
+
+/*
+ * Give back a kind lock taken by a refused attempt.
+ */
+void
+dlock_kind_unlock(text *lock_name, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	kind_locktag(&tag, lock_name);
+	(void) LockRelease(&tag, mode, false);
 }

@@ -160,6 +160,10 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 	}
 	dlock_rows_close(&rows);
 
+	/* issue 14: or the token of a live shared lease or permit (holder_lease.c) */
+	if (!held && dlock_holder_holds(lock_name, token))
+		held = true;
+
 	if (held)
 		arm_pin_bound();
 	else

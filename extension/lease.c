@@ -70,8 +70,8 @@ typedef struct AcquireAttempt
 /*
  * A random (version 4) owner token, for callers that did not bring one.
  */
-static pg_uuid_t *
-new_owner_token(void)
+pg_uuid_t *
+dlock_new_owner_token(void)
 {
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
@@ -96,7 +96,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	args->ttl_usecs = dlock_arg_ttl(fcinfo, 1);
 	args->owner = dlock_arg_owner_token(fcinfo, owner_arg);
 	if (args->owner == NULL)
-		args->owner = new_owner_token();
+		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 
 	if (RecoveryInProgress())
@@ -115,8 +115,8 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
  * on above the floor, in generation "timeline" unless the floor is in a
  * later generation already.
  */
-static int64
-first_token(int64 floor, int32 timeline)
+int64
+dlock_first_token(int64 floor, int32 timeline)
 {
 	if ((floor >> DLOCK_COUNTER_BITS) >= timeline)
 		return floor + 1;
@@ -138,8 +138,8 @@ first_token(int64 floor, int32 timeline)
  * standby that missed this grant still lands above it, whatever the row's
  * old timeline was.
  */
-static int64
-next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
+int64
+dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
 {
 	int64		generation = token >> DLOCK_COUNTER_BITS;
 	bool		same_history = grant_system == (int64) GetSystemIdentifier() &&
@@ -246,28 +246,34 @@ set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now)
 }
 
 /*
- * Set the columns of a new lease granted now to args->owner on an existing
- * row: the next token, a generation up when the history differs. taken_over
- * says whether it replaces a lease that expired without release.
+ * The next token of an existing row, granted now on "timeline": above the
+ * row's last token and above holder_token, the highest token reserved for
+ * the name's shared leases and permits (holder_lease.c; 0 if none).
  */
 static int64
-row_next_token(DlockRows *rows, DlockRow *row, int32 timeline)
+row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timeline)
 {
 	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
 	int32		grant_timeline = DatumGetInt32(row->values[Anum_grant_timeline - 1]);
 	int64		grant_system = rows->natts >= Anum_grant_system ?
 		DatumGetInt64(row->values[Anum_grant_system - 1]) : 0;
 
-	return next_token(token, grant_timeline, grant_system, timeline);
+	return dlock_next_token(Max(token, holder_token), grant_timeline, grant_system, timeline);
 }
 
+/*
+ * Set the columns of a new lease granted now to args->owner on an existing
+ * row: the next token, a generation up when the history differs. taken_over
+ * says whether it replaces a lease that expired without release.
+ */
 static void
 set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
-			  bool taken_over)
+			  bool taken_over, int64 holder_token)
 {
 	int32		timeline = dlock_token_timeline();
 
-	row->values[Anum_fencing_seq - 1] = Int64GetDatum(row_next_token(rows, row, timeline));
+	row->values[Anum_fencing_seq - 1] =
+		Int64GetDatum(row_next_token(rows, row, holder_token, timeline));
 	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
 	set_grant_system(row, rows->natts);
 	row->values[Anum_acquisitions - 1] =
@@ -307,7 +313,7 @@ lease_granted(const AcquireArgs *args, DlockRow *row, bool taken_over)
  */
 static bool
 grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
-			   DlockRow *row, bool *appeared)
+			   int64 holder_token, DlockRow *row, bool *appeared)
 {
 	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(args->lock_name),
 										   VARSIZE_ANY_EXHDR(args->lock_name), 0);
@@ -348,7 +354,9 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_lock_name - 1] = false;
 	set_owner(row, args, now);
 	row->nulls[Anum_updated_at - 1] = false;
-	row->values[Anum_fencing_seq - 1] = Int64GetDatum(first_token(dlock_token_floor(), timeline));
+	/* issue 14: above the tokens of the name's shared leases and permits too */
+	row->values[Anum_fencing_seq - 1] =
+		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), timeline));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
 	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);
@@ -371,9 +379,10 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
  * commit durably.
  */
 static void
-attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-			  TimestampTz deadline, AcquireAttempt *attempt)
+attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+				  TimestampTz deadline, AcquireAttempt *attempt)
 {
+	int64		holder_token = 0;
 	DlockRows	rows;
 	DlockRow	row;
 	bool		new_lease = true;
@@ -393,7 +402,19 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		new_lease = true;
 		if (!dlock_row_read(&rows, args->lock_name, &row))
 		{
-			if (grant_new_name(&rows, args, deadline, &row, &appeared))
+			/* issue 14: no live shared lease or permit either (holder_lease.c) */
+			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
+												  &attempt->busy_until, &holder_token))
+			{
+				case EXCLUSIVE_ALLOWED:
+					break;
+				case EXCLUSIVE_RETRY:
+					continue;
+				case EXCLUSIVE_BUSY:
+					dlock_rows_close(&rows);
+					return;
+			}
+			if (grant_new_name(&rows, args, deadline, holder_token, &row, &appeared))
 				break;
 			if (appeared)
 				continue;
@@ -422,6 +443,22 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 			}
 		}
 
+		/* issue 14: a new lease also needs no live shared lease or permit */
+		if (new_lease)
+		{
+			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
+												  &attempt->busy_until, &holder_token))
+			{
+				case EXCLUSIVE_ALLOWED:
+					break;
+				case EXCLUSIVE_RETRY:
+					continue;
+				case EXCLUSIVE_BUSY:
+					dlock_rows_close(&rows);
+					return;
+			}
+		}
+
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
 		{
 			case ROW_LOCKED:
@@ -436,7 +473,7 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		}
 
 		if (new_lease)
-			set_new_lease(&rows, &row, args, now, taken_over);
+			set_new_lease(&rows, &row, args, now, taken_over, holder_token);
 		else
 		{
 			row.values[Anum_renewals - 1] =
@@ -456,6 +493,18 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	dlock_require_durable_commit();
 	if (new_lease)
 		lease_granted(args, &row, taken_over);
+}
+
+/*
+ * attempt_grant_row, and for a refusal give back the kind lock it may have
+ * taken (issue 14, holder_lease.c), so a refused attempt holds nothing.
+ */
+static void
+attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+			  TimestampTz deadline, AcquireAttempt *attempt)
+{
+	attempt_grant_row(args, tupdesc, cxt, deadline, attempt);
+	dlock_holders_attempt_done(attempt->acquired);
 }
 
 /*
@@ -589,27 +638,42 @@ dlock_hand_off(text *lock_name)
 
 	/*
 	 * The newest version is this transaction's own release, whose row lock
-	 * it holds: nobody else can have changed it.
+	 * it holds: nobody else can have changed it. A name with shared leases
+	 * or permits (holder_lease.c) is handed over only when none is live and
+	 * its kind lock is free now; its token goes above theirs.
 	 */
 	if (dlock_row_read(&rows, lock_name, &row) &&
 		row.nulls[Anum_owner_token - 1] &&
-		TransactionIdIsCurrentTransactionId(row.xmin) &&
-		dlock_wait_offer_head(lock_name,
-							  row_next_token(&rows, &row, dlock_token_timeline()),
-							  now, &to))
+		TransactionIdIsCurrentTransactionId(row.xmin))
 	{
-		AcquireArgs args;
+		TimestampTz busy_until;
+		int64		holder_token;
+		bool		allowed;
 
-		args.lock_name = lock_name;
-		args.ttl_usecs = to.ttl_usecs;
-		args.owner = palloc(sizeof(pg_uuid_t));
-		*args.owner = to.owner;
-		args.holder = to.holder_len < 0 ? NULL :
-			cstring_to_text_with_len(to.holder, to.holder_len);
-		set_new_lease(&rows, &row, &args, now, false);
-		dlock_row_update(&rows, &row);
-		dlock_require_durable_commit();
-		lease_granted(&args, &row, false);
+		allowed = dlock_holders_allow_exclusive(lock_name, now, &busy_until,
+												&holder_token) == EXCLUSIVE_ALLOWED;
+		if (allowed &&
+			dlock_wait_offer_head(lock_name,
+								  row_next_token(&rows, &row, holder_token,
+												 dlock_token_timeline()),
+								  now, &to))
+		{
+			AcquireArgs args;
+
+			args.lock_name = lock_name;
+			args.ttl_usecs = to.ttl_usecs;
+			args.owner = palloc(sizeof(pg_uuid_t));
+			*args.owner = to.owner;
+			args.holder = to.holder_len < 0 ? NULL :
+				cstring_to_text_with_len(to.holder, to.holder_len);
+			set_new_lease(&rows, &row, &args, now, false, holder_token);
+			dlock_row_update(&rows, &row);
+			dlock_require_durable_commit();
+			lease_granted(&args, &row, false);
+			dlock_holders_attempt_done(true);
+		}
+		else
+			dlock_holders_attempt_done(false);
 	}
 	dlock_rows_close(&rows);
 	PopActiveSnapshot();
@@ -785,6 +849,11 @@ dlock_renew(PG_FUNCTION_ARGS)
 
 	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &row))
 	{
+		TimestampTz holder_until;
+
+		/* issue 14: or a shared lease or permit of this owner */
+		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &holder_until))
+			PG_RETURN_TIMESTAMPTZ(holder_until);
 		dlock_count(STAT_RENEWALS_REFUSED, 1);
 		if (dlock_audit_level == DLOCK_AUDIT_ALL)
 			audit_event("renew_refused", lock_name, 0, true, NULL, NULL);
@@ -854,6 +923,9 @@ dlock_release(PG_FUNCTION_ARGS)
 
 	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, &row))
 	{
+		/* issue 14: or a shared lease or permit of this owner */
+		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), 0, NULL))
+			PG_RETURN_BOOL(true);
 		dlock_count(STAT_RELEASES_REFUSED, 1);
 		PG_RETURN_BOOL(false);
 	}

@@ -17,6 +17,7 @@
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/lockoptions.h"
+#include "storage/lock.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/uuid.h"
@@ -27,6 +28,8 @@
  */
 #define ERRCODE_DLOCK_STALE_FENCING_TOKEN	MAKE_SQLSTATE('P','D','0','0','1')
 #define ERRCODE_DLOCK_LOCK_NOT_HELD			MAKE_SQLSTATE('P','D','0','0','2')
+/* lock kinds (issue 14): the name is held in another kind than asked for */
+#define ERRCODE_DLOCK_WRONG_KIND			MAKE_SQLSTATE('P','D','0','2','0')
 
 /* Token layout: timeline ID above a per-name counter (README "Fencing tokens") */
 #define DLOCK_COUNTER_BITS	40
@@ -69,10 +72,34 @@ typedef enum DlockPlanId
 	PLAN_PURGE_AUDIT,
 	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
+	/* lock kinds (issue 14, holder_lease.c) */
+	PLAN_HOLDERS_CLEAR_EXPIRED,
+	PLAN_NAME_AND_HOLDERS,
+	PLAN_HOLDER_LOCK,
+	PLAN_HOLDER_INSERT,
+	PLAN_HOLDER_GRANT,
+	PLAN_HOLDER_CHANGE,
+	PLAN_HOLDER_PIN,
+	PLAN_COUNTER_LOCK,
+	PLAN_COUNTER_INSERT,
+	PLAN_COUNTER_UPDATE,
+	PLAN_SEMAPHORE_RESIZE,
+	PLAN_SET_BUSY,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 
 extern int	dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count);
+
+/* Statements run between begin and end run as the extension owner (switched once) */
+typedef struct DlockOwnerScope
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;		/* -1: already the owner, nothing switched */
+} DlockOwnerScope;
+
+extern void dlock_owner_scope_begin(DlockOwnerScope *scope);
+extern void dlock_owner_scope_end(DlockOwnerScope *scope);
 
 /* admin.c */
 extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);
@@ -88,6 +115,8 @@ typedef struct DlockCatalog
 	Oid			lock_table;		/* dlock.distributed_lock */
 	Oid			lock_index;		/* its primary key */
 	Oid			floor_table;	/* dlock.token_floor */
+	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
+	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */
 } DlockCatalog;
@@ -97,6 +126,8 @@ extern bool dlock_floor_lock_shared(void);
 extern bool dlock_floor_lock_exclusive(void);
 extern bool dlock_new_name_lock(uint64 hash, bool wait);
 extern void dlock_new_name_unlock(uint64 hash);
+extern LockAcquireResult dlock_kind_lock(text *lock_name, LOCKMODE mode, bool wait);
+extern void dlock_kind_unlock(text *lock_name, LOCKMODE mode);
 
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
 /* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
@@ -170,6 +201,7 @@ typedef struct DlockHandoff
 
 extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
 							   int64 ttl_usecs, text *holder);
+extern bool dlock_wait_queued_ahead(text *lock_name);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
 extern TransactionId dlock_wait_offer(void);
 extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);
@@ -214,6 +246,13 @@ typedef enum DlockCounter
 	/* from 1.2 (issue 15); a 1.1 dlock.stats_counters() has no column for them */
 	STAT_EVENTS_SENT,
 	STAT_EVENTS_DROPPED,
+	/* per lock kind (issue 14), shown by dlock.kind_stats() only */
+	STAT_SHARED_ACQUISITIONS,
+	STAT_SHARED_BUSY,
+	STAT_PERMIT_ACQUISITIONS,
+	STAT_PERMIT_BUSY,
+	STAT_MULTI_ACQUISITIONS,
+	STAT_MULTI_BUSY,
 	NUM_DLOCK_COUNTERS
 } DlockCounter;
 
@@ -223,8 +262,28 @@ extern void dlock_stats_shmem_init(void);
 
 /* lease.c */
 extern void dlock_hand_off(text *lock_name);
+extern int64 dlock_first_token(int64 floor, int32 timeline);
+extern int64 dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system,
+							  int32 timeline);
+extern pg_uuid_t *dlock_new_owner_token(void);
 extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 							  DlockAuditLevel audit_from, const char *reason);
+
+/* holder_lease.c: shared leases and semaphore permits (issue 14) */
+typedef enum DlockExclusiveCheck
+{
+	EXCLUSIVE_ALLOWED,			/* no live holder: grant, tokens above theirs */
+	EXCLUSIVE_BUSY,				/* a live shared lease or permit */
+	EXCLUSIVE_RETRY				/* waited for a holder's transaction: read again */
+} DlockExclusiveCheck;
+
+extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
+														 TimestampTz *busy_until,
+														 int64 *holder_token);
+extern void dlock_holders_attempt_done(bool acquired);
+extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+								TimestampTz *lease_until);
+extern bool dlock_holder_holds(text *lock_name, int64 token);
 
 /* pg_dlock.c */
 extern bool dlock_shmem_ready;

@@ -35,10 +35,12 @@ typedef struct DlockPlanDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[6];
+	Oid			argtypes[12];
 } DlockPlanDef;
 
-static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
+#define FIRST_KIND_PLAN PLAN_HOLDERS_CLEAR_EXPIRED
+
+static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 	[PLAN_FENCE] = {
 		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
 		" VALUES ($1, $2, pg_catalog.clock_timestamp())"
@@ -114,6 +116,113 @@ static const DlockPlanDef plan_defs[NUM_DLOCK_PLANS] = {
 	},
 };
 
+/*
+ * Lock kinds (issue 14, holder_lease.c). $n timestamptz parameters are the
+ * caller's one clock reading.
+ */
+static const DlockPlanDef kind_plan_defs[] = {
+	/* waits for pins (holds) on expired holders, then frees their slots */
+	[PLAN_HOLDERS_CLEAR_EXPIRED - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = $2"
+		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL AND h.lease_until <= $2",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * The name's exclusive lease (columns 1-6; found is NULL without a row)
+	 * and its holder slots (7-12), one row per slot, or one row with NULL
+	 * slot columns when it has none.
+	 */
+	[PLAN_NAME_AND_HOLDERS - FIRST_KIND_PLAN] = {
+		"SELECT n.found, n.live, n.lease_until, n.fencing_seq, n.grant_timeline, n.grant_system,"
+		"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
+		"       h.owner_token IS NOT NULL AND h.lease_until > $2"
+		"  FROM (SELECT 1) v"
+		"  LEFT JOIN LATERAL ("
+		"    SELECT true AS found, l.owner_token IS NOT NULL AND l.lease_until > $2 AS live,"
+		"           l.lease_until, l.fencing_seq, l.grant_timeline, l.grant_system"
+		"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true"
+		"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1"
+		" ORDER BY h.slot",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	/* a free or expired slot, unless another transaction has it (a grant, a pin) */
+	[PLAN_HOLDER_LOCK - FIRST_KIND_PLAN] = {
+		"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system"
+		"  FROM dlock.lock_holder h"
+		" WHERE h.lock_name = $1 AND h.slot = $2"
+		"   AND (h.owner_token IS NULL OR h.lease_until <= $3)"
+		"   FOR UPDATE SKIP LOCKED",
+		3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_HOLDER_INSERT - FIRST_KIND_PLAN] = {
+		"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
+		"                                  updated_at, grant_timeline, grant_system)"
+		" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
+		" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system",
+		4, {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID}
+	},
+	[PLAN_HOLDER_GRANT - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5,"
+		"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9,"
+		"       acquired_at = $10, updated_at = $10, renewals = 0,"
+		"       grant_timeline = $11, grant_system = $12"
+		" WHERE h.lock_name = $1 AND h.slot = $2",
+		12, {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
+			 TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID}
+	},
+	/* renew ($4 true) or release this owner's live holder lease */
+	[PLAN_HOLDER_CHANGE - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h"
+		"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
+		"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
+		" WHERE h.lock_name = $1 AND h.owner_token = $2 AND h.lease_until > $5"
+		" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot",
+		5, {TEXTOID, UUIDOID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID}
+	},
+	[PLAN_HOLDER_PIN - FIRST_KIND_PLAN] = {
+		"SELECT 1 FROM dlock.lock_holder h"
+		" WHERE h.lock_name = $1 AND h.fencing_seq = $2"
+		"   AND h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()"
+		"   FOR SHARE",
+		2, {TEXTOID, INT8OID}
+	},
+	[PLAN_COUNTER_LOCK - FIRST_KIND_PLAN] = {
+		"SELECT c.fencing_seq, c.grant_timeline, c.grant_system"
+		"  FROM dlock.holder_counter c WHERE c.lock_name = $1 FOR UPDATE",
+		1, {TEXTOID}
+	},
+	[PLAN_COUNTER_INSERT - FIRST_KIND_PLAN] = {
+		"INSERT INTO dlock.holder_counter (lock_name, fencing_seq, grant_timeline, grant_system)"
+		" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+		4, {TEXTOID, INT8OID, INT4OID, INT8OID}
+	},
+	[PLAN_COUNTER_UPDATE - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.holder_counter c SET fencing_seq = $2, grant_timeline = $3,"
+		"       grant_system = $4 WHERE c.lock_name = $1",
+		4, {TEXTOID, INT8OID, INT4OID, INT8OID}
+	},
+	[PLAN_SEMAPHORE_RESIZE - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h SET permits = $2"
+		" WHERE h.lock_name = $1 AND h.kind = 'p' AND h.owner_token IS NOT NULL"
+		"   AND h.lease_until > pg_catalog.clock_timestamp()",
+		2, {TEXTOID, INT4OID}
+	},
+	/* multi_lock.c: is a name of the set held by another owner, in any kind? */
+	[PLAN_SET_BUSY - FIRST_KIND_PLAN] = {
+		"SELECT EXISTS (SELECT 1 FROM dlock.distributed_lock l"
+		"                WHERE l.lock_name = ANY ($1) AND l.owner_token IS NOT NULL"
+		"                  AND l.owner_token <> $2"
+		"                  AND l.lease_until > pg_catalog.clock_timestamp())"
+		"    OR EXISTS (SELECT 1 FROM dlock.lock_holder h"
+		"                WHERE h.lock_name = ANY ($1) AND h.owner_token IS NOT NULL"
+		"                  AND h.lease_until > pg_catalog.clock_timestamp())",
+		2, {TEXTARRAYOID, UUIDOID}
+	},
+};
+
+StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - FIRST_KIND_PLAN,
+				 "a lock-kind plan is missing");
+
 static SPIPlanPtr plans[NUM_DLOCK_PLANS];
 
 /*
@@ -124,7 +233,8 @@ dlock_plan(DlockPlanId id)
 {
 	if (plans[id] == NULL)
 	{
-		const DlockPlanDef *def = &plan_defs[id];
+		const DlockPlanDef *def = id < FIRST_KIND_PLAN ? &plan_defs[id] :
+			&kind_plan_defs[id - FIRST_KIND_PLAN];
 		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
 
 		if (plan == NULL)
@@ -146,6 +256,37 @@ dlock_plan(DlockPlanId id)
  * rows without the executor), so a statement they need -- an audit record
  * -- switches to the extension owner and a pinned search_path for its
  * duration, as a SECURITY DEFINER function would.
+ */
+void
+dlock_owner_scope_begin(DlockOwnerScope *scope)
+{
+	Oid			owner = dlock_catalog()->owner;
+
+	GetUserIdAndSecContext(&scope->userid, &scope->sec_context);
+	scope->nestlevel = -1;
+	if (scope->userid == owner)
+		return;
+	SetUserIdAndSecContext(owner, scope->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	scope->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+dlock_owner_scope_end(DlockOwnerScope *scope)
+{
+	if (scope->nestlevel < 0)
+		return;
+	AtEOXact_GUC(true, scope->nestlevel);
+	SetUserIdAndSecContext(scope->userid, scope->sec_context);
+}
+
+/*
+ * dlock_execute, and dlock_owner_scope_begin/end for a caller that runs
+ * several statements in a row (the switch of user and search_path is then
+ * made once): an error inside the scope needs no cleanup, transaction or
+ * subtransaction abort restores both, as for a SECURITY DEFINER function.
  */
 int
 dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)

@@ -18,6 +18,7 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
@@ -26,6 +27,7 @@
 
 PG_FUNCTION_INFO_V1(dlock_stats_counters);
 PG_FUNCTION_INFO_V1(dlock_stats_reset);
+PG_FUNCTION_INFO_V1(dlock_kind_stats);
 
 typedef struct DlockStatsShared
 {
@@ -88,6 +90,7 @@ dlock_stats_counters(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_dlock: dlock.stats_counters() has %d columns", tupdesc->natts);
 
 	values[col++] = BoolGetDatum(stats_shared != NULL);
+	/* the per-kind counters after these are dlock.kind_stats()'s */
 	for (int i = 0; i < counters; i++)
 	{
 		uint64		value = stats_shared ?
@@ -120,4 +123,45 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 		pg_atomic_write_u64(&stats_shared->reset_at, (uint64) GetCurrentTimestamp());
 	}
 	PG_RETURN_VOID();
+}
+
+static uint64
+counter_value(DlockCounter counter)
+{
+	return stats_shared ? pg_atomic_read_u64(&stats_shared->counters[counter]) : 0;
+}
+
+/*
+ * dlock.kind_stats() returns setof (kind, acquisitions, busy): grants and
+ * refusals per lock kind. Exclusive leases count every grant, including the
+ * ones a multi-lock makes for each of its names.
+ */
+Datum
+dlock_kind_stats(PG_FUNCTION_ARGS)
+{
+	static const struct
+	{
+		const char *kind;
+		DlockCounter acquisitions;
+		DlockCounter busy;
+	}			kinds[] = {
+		{"exclusive", STAT_ACQUISITIONS, STAT_BUSY},
+		{"shared", STAT_SHARED_ACQUISITIONS, STAT_SHARED_BUSY},
+		{"permit", STAT_PERMIT_ACQUISITIONS, STAT_PERMIT_BUSY},
+		{"multi", STAT_MULTI_ACQUISITIONS, STAT_MULTI_BUSY},
+	};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < (int) lengthof(kinds); i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = CStringGetTextDatum(kinds[i].kind);
+		values[1] = Int64GetDatum((int64) counter_value(kinds[i].acquisitions));
+		values[2] = Int64GetDatum((int64) counter_value(kinds[i].busy));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -159,6 +159,7 @@ typedef struct Waiter
 	uint64		hash;
 	int			name_len;
 	/* what a release needs to grant the lease to this waiter */
+	bool		may_hand_off;	/* a plain exclusive lease (owner known) */
 	pg_uuid_t	owner;
 	int64		ttl_usecs;
 	int			holder_len;		/* -1: no holder */
@@ -403,7 +404,9 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 	w->hash = name_hash(name, len);
 	w->name_len = len;
 	memcpy(w->name, name, len);
-	w->owner = *owner;
+	w->may_hand_off = owner != NULL;
+	if (owner != NULL)
+		w->owner = *owner;
 	w->ttl_usecs = ttl_usecs;
 	w->holder_len = -1;
 	if (holder != NULL)
@@ -439,12 +442,45 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 }
 
 /*
+ * Issue 14 hook (writer preference, holder_lease.c): is another caller
+ * queued for lock_name ahead of this backend? True when this backend is not
+ * the head of the name's queue and someone else waits for the name.
+ */
+bool
+dlock_wait_queued_ahead(text *lock_name)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash;
+	WaitQueue  *q;
+	bool		ahead = false;
+
+	if (wait_shared == NULL || (me != NULL && me->head))
+		return false;
+	hash = name_hash(name, len);
+	q = queue_of(hash);
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER && !ahead; i = wait_shared->waiters[i].next)
+	{
+		Waiter	   *w = &wait_shared->waiters[i];
+
+		if (w != me && w->dbid == MyDatabaseId && w->hash == hash && w->name_len == len &&
+			memcmp(w->name, name, len) == 0)
+			ahead = true;
+	}
+	SpinLockRelease(&q->mutex);
+	return ahead;
+}
+
+/*
  * Start a dlock.acquire call that may wait up to wait_usecs, for a lease of
  * ttl_usecs for owner (holder may be NULL). With shared memory and a non-zero
  * wait, this joins lock_name's queue, before the first attempt, so that a
  * release committed between that attempt and the first sleep still wakes
- * us; a release may then hand us the lease (dlock_wait_offer). Call it
- * inside the PG_TRY whose PG_FINALLY calls dlock_wait_leave.
+ * us; a release may then hand us the lease (dlock_wait_offer) -- unless owner
+ * is NULL: a caller that wants another kind of lease or lease policies is
+ * only woken. Call it inside the PG_TRY whose PG_FINALLY calls
+ * dlock_wait_leave.
  */
 void
 dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
@@ -539,7 +575,7 @@ dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandof
 
 		if (!w->head || !waits_for(w, hash, name, len))
 			continue;
-		if (!TransactionIdIsValid(w->offered_xid))
+		if (w->may_hand_off && !TransactionIdIsValid(w->offered_xid))
 		{
 			w->offered_xid = GetTopTransactionId();
 			w->offered_token = token;

@@ -8,7 +8,7 @@ core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6
 # spin checks the protocol model (model/); its verifiers are compiled with gcc
 model=(spin)
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)
-faults=(libfaketime pgbouncer iproute2)
+faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)

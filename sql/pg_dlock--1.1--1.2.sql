@@ -10,6 +10,202 @@
 
 -- Issue 14: lock kinds (shared, permits, multi-lock)
 
+/*
+ * Holders of shared leases and semaphore permits: one row per slot of a
+ * name, reused from one holder to the next (updates change no indexed
+ * column, so they stay HOT). A shared lease or permit is the slot's
+ * owner_token and lease_until, as an exclusive lease is the name's row in
+ * dlock.distributed_lock; readers of one name write different slot rows, so
+ * they do not queue on one hot row. README "Lock kinds".
+ */
+-- No CHECK constraints: only the extension's functions write the table, and
+-- they check the values; a constraint would cost every grant its evaluation.
+CREATE TABLE dlock.lock_holder (
+	lock_name text NOT NULL,
+	slot integer NOT NULL,
+	kind "char" NOT NULL,
+	permits integer,
+	owner_token uuid,
+	fencing_seq bigint NOT NULL,
+	block_end bigint NOT NULL,
+	lease_until timestamptz,
+	holder text,
+	acquired_at timestamptz,
+	updated_at timestamptz NOT NULL,
+	renewals bigint NOT NULL DEFAULT 0,
+	grant_timeline integer NOT NULL,
+	grant_system bigint NOT NULL,
+	PRIMARY KEY (lock_name, slot)
+) WITH (fillfactor = 50);
+COMMENT ON TABLE dlock.lock_holder IS 'shared leases and semaphore permits: one row per slot of a lock name; owner_token is NULL when the slot is free';
+COMMENT ON COLUMN dlock.lock_holder.kind IS 's: a shared lease; p: a semaphore permit';
+COMMENT ON COLUMN dlock.lock_holder.permits IS 'size of the semaphore the permit belongs to';
+COMMENT ON COLUMN dlock.lock_holder.fencing_seq IS 'fencing token of the current or last holder of the slot';
+COMMENT ON COLUMN dlock.lock_holder.block_end IS 'last token of the block of the name''s counter reserved for this slot';
+
+/*
+ * The name's counter for holder slots: tokens are reserved from it in
+ * blocks, above the name's last exclusive token, so a grant on a slot
+ * updates only its slot row.
+ */
+CREATE TABLE dlock.holder_counter (
+	lock_name text PRIMARY KEY,
+	fencing_seq bigint NOT NULL,
+	grant_timeline integer NOT NULL,
+	grant_system bigint NOT NULL
+) WITH (fillfactor = 50);
+COMMENT ON TABLE dlock.holder_counter IS 'highest fencing token reserved for the holder slots of each lock name';
+
+SELECT pg_catalog.pg_extension_config_dump('dlock.lock_holder', '');
+SELECT pg_catalog.pg_extension_config_dump('dlock.holder_counter', '');
+REVOKE ALL ON dlock.lock_holder, dlock.holder_counter FROM PUBLIC;
+
+CREATE FUNCTION dlock.try_acquire_shared(lock_name text, ttl interval,
+										 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_try_acquire_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.try_acquire_shared(text, interval, uuid, text) IS
+'takes a shared lease unless an exclusive lease is live or an exclusive acquirer waits; NULL otherwise';
+
+CREATE FUNCTION dlock.acquire_shared(lock_name text, ttl interval, wait interval,
+									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_acquire_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.acquire_shared(text, interval, interval, uuid, text) IS
+'like try_acquire_shared, but waits up to "wait" in the name''s queue; raises lock_not_available (55P03) when the wait runs out';
+
+CREATE FUNCTION dlock.try_acquire_permit(semaphore_name text, permits integer, ttl interval,
+										 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_try_acquire_permit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) IS
+'takes one of "permits" permits of the semaphore as its own lease; NULL when all are held';
+
+CREATE FUNCTION dlock.acquire_permit(semaphore_name text, permits integer, ttl interval, wait interval,
+									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_acquire_permit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text) IS
+'like try_acquire_permit, but waits up to "wait" in the name''s queue; raises lock_not_available (55P03) when the wait runs out';
+
+CREATE FUNCTION dlock.resize_semaphore(semaphore_name text, permits integer)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_resize_semaphore'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.resize_semaphore(text, integer) IS
+'changes the number of permits of a semaphore with live permits; returns how many permits are live';
+REVOKE ALL ON FUNCTION dlock.resize_semaphore(text, integer) FROM PUBLIC;
+
+CREATE FUNCTION dlock.try_acquire_all(lock_names text[], ttl interval,
+									  owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS SETOF dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_try_acquire_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 4;
+COMMENT ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) IS
+'takes exclusive leases on every name with one owner token, or on none (no rows)';
+
+CREATE FUNCTION dlock.acquire_all(lock_names text[], ttl interval, wait interval,
+								  owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS SETOF dlock.lease
+AS 'MODULE_PATHNAME', 'dlock_acquire_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 4;
+COMMENT ON FUNCTION dlock.acquire_all(text[], interval, interval, uuid, text) IS
+'like try_acquire_all, but waits up to "wait" in all; raises lock_not_available (55P03) and takes none when the wait runs out';
+
+CREATE FUNCTION dlock.release_all(lock_names text[], owner_token uuid)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'dlock_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION dlock.release_all(text[], uuid) IS
+'releases the leases of this owner on the names; returns how many it ended';
+
+CREATE FUNCTION dlock.kind_stats(OUT kind text, OUT acquisitions bigint, OUT busy bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlock_kind_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION dlock.kind_stats() IS
+'server-wide grants and refusals per lock kind (zero unless pg_dlock is in shared_preload_libraries)';
+
+CREATE VIEW dlock.stats_by_kind AS
+	SELECT s.kind, s.acquisitions, s.busy,
+		   CASE s.kind
+			 WHEN 'exclusive' THEN (SELECT pg_catalog.count(*) FROM dlock.distributed_lock l
+									 WHERE l.owner_token IS NOT NULL
+									   AND l.lease_until > pg_catalog.clock_timestamp())
+			 WHEN 'multi' THEN NULL
+			 ELSE (SELECT pg_catalog.count(*) FROM dlock.lock_holder h
+					WHERE h.kind = pg_catalog.left(s.kind, 1)::"char" AND h.owner_token IS NOT NULL
+					  AND h.lease_until > pg_catalog.clock_timestamp())
+		   END AS live_leases
+	  FROM dlock.kind_stats() s;
+COMMENT ON VIEW dlock.stats_by_kind IS 'pg_dlock counters and live leases per lock kind (exclusive, shared, permit, multi)';
+GRANT SELECT ON dlock.stats_by_kind TO PUBLIC;
+
+/* one row per live holder of any kind; owner tokens only in dlock.holders_with_tokens */
+CREATE VIEW dlock.lock_holders AS
+	SELECT l.lock_name, 'exclusive'::text AS kind, NULL::integer AS permits, l.holder,
+		   l.fencing_seq AS fencing_token, l.acquired_at, l.lease_until
+	  FROM dlock.distributed_lock l
+	 WHERE l.owner_token IS NOT NULL AND l.lease_until > pg_catalog.clock_timestamp()
+	UNION ALL
+	SELECT h.lock_name, CASE h.kind WHEN 's' THEN 'shared' ELSE 'permit' END, h.permits, h.holder,
+		   h.fencing_seq, h.acquired_at, h.lease_until
+	  FROM dlock.lock_holder h
+	 WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp();
+COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never shows owner tokens';
+GRANT SELECT ON dlock.lock_holders TO PUBLIC;
+
+/* dlock.locks gains each name's kind and number of live holders (columns at the end) */
+CREATE OR REPLACE VIEW dlock.locks AS
+	SELECT l.lock_name,
+		   CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > n.now THEN 'held'
+				WHEN h.live > 0 THEN 'held'
+				WHEN l.owner_token IS NULL THEN 'free'
+				ELSE 'expired' END AS state,
+		   l.holder,
+		   l.fencing_seq AS fencing_token,
+		   l.acquired_at,
+		   CASE WHEN l.owner_token IS NOT NULL THEN n.now - l.acquired_at END AS held_for,
+		   l.lease_until,
+		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until - n.now END AS expires_in,
+		   l.renewals,
+		   l.acquisitions,
+		   l.takeovers,
+		   l.updated_at AS last_change,
+		   CASE WHEN h.live > 0 THEN h.kind ELSE 'exclusive' END AS kind,
+		   CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > n.now THEN 1
+				ELSE COALESCE(h.live, 0) END::integer AS holders
+	  FROM dlock.distributed_lock l
+		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
+		   LEFT JOIN LATERAL (
+			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
+												   AND hh.lease_until > n.now) AS live,
+					CASE pg_catalog.max(hh.kind::text) FILTER (WHERE hh.owner_token IS NOT NULL
+																   AND hh.lease_until > n.now)
+					  WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind
+			   FROM dlock.lock_holder hh WHERE hh.lock_name = l.lock_name) h ON true
+	UNION ALL
+	SELECT c.lock_name,
+		   CASE WHEN h.live > 0 THEN 'held' ELSE 'free' END,
+		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		   h.last_change,
+		   h.kind,
+		   h.live::integer
+	  FROM dlock.holder_counter c
+		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
+		   CROSS JOIN LATERAL (
+			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
+												   AND hh.lease_until > n.now) AS live,
+					CASE pg_catalog.max(hh.kind::text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
+					pg_catalog.max(hh.updated_at) AS last_change
+			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
+	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind and number of live holders; never shows owner tokens';
+
 -- Issue 15: leader election and lock events
 
 -- dlock.stats gains events_sent and events_dropped (lock events handed to the

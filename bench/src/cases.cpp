@@ -1023,6 +1023,7 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out) {
     if (id == "5") return case_transactions(cfg, out);
     if (id == "6") return case_function_cost(cfg, out);
     if (id == "7") return case_events(cfg, out);
+    if (id == "8") return case_kinds(cfg, out);
     throw std::invalid_argument("unknown case \"" + id + "\"");
 }
 

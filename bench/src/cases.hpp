@@ -33,6 +33,9 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out);
 // leadership failover. Returns the number of parts that failed.
 int case_events(const bench_config& cfg, sink& out);
 
+// Case 8 (kinds_case.cpp): lock kinds against their targets and peers.
+int case_kinds(const bench_config& cfg, sink& out);
+
 // Runs every available system for about duration seconds each through the
 // uncontended and contended paths; returns the number of failed systems.
 int run_smoke(const bench_config& cfg, sink& out);

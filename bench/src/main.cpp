@@ -19,7 +19,7 @@
 namespace {
 
 const char* const usage =
-    "usage: dlock_bench run CASE [options]      CASE: 1 2 3 3c 4 5 6 7\n"
+    "usage: dlock_bench run CASE [options]      CASE: 1 2 3 3c 4 5 6 7 8\n"
     "       dlock_bench smoke [options]\n"
     "       dlock_bench report --in TSV --md FILE --gnuplot FILE --plot-dir DIR [--machine FILE] [--summary FILE]\n"
     "options:\n"

@@ -46,7 +46,10 @@ void check_owner_token(const std::string& token);
 [[nodiscard]] dlock::wait_mode parse_wait_mode(const std::string& text);
 
 struct run_args {
-    std::string name;
+    std::string name;               // the names, comma-separated (for messages)
+    std::vector<std::string> names; // several: all or none (exclusive)
+    bool shared = false;            // --shared: a shared lease (read-write lock)
+    int permits = 0;                // --permits N: one permit of a semaphore of N
     std::chrono::milliseconds ttl{30000};
     std::optional<std::chrono::milliseconds> wait; // nullopt = --no-wait
     std::string holder;

@@ -72,10 +72,13 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
     }
     pqxx::nontransaction tx{*conn};
     const pqxx::result r =
+        // kind and holders are read through to_jsonb so a 1.1 server (without them) works too
         tx.exec_params("SELECT lock_name, state, holder, fencing_token,"
                        " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
-                       " renewals, acquisitions, takeovers"
-                       " FROM dlock.locks"
+                       " renewals, acquisitions, takeovers,"
+                       " coalesce(to_jsonb(l) ->> 'kind', 'exclusive'),"
+                       " coalesce((to_jsonb(l) ->> 'holders')::int, (state = 'held')::int)"
+                       " FROM dlock.locks l"
                        " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
                        " AND ($3 OR $1 <> '' OR state <> 'free')"
                        " ORDER BY lock_name",
@@ -87,21 +90,25 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
             std::cout << (i == 0 ? "\n" : ",\n") << "  {\"lock_name\": " << json_quote(field_text(row[0]))
                       << ", \"state\": " << json_quote(field_text(row[1]))
                       << ", \"holder\": " << (row[2].is_null() ? "null" : json_quote(field_text(row[2])))
-                      << ", \"fencing_token\": " << field_text(row[3])
+                      << ", \"kind\": " << json_quote(field_text(row[9]))
+                      << ", \"holders\": " << field_text(row[10])
+                      << ", \"fencing_token\": " << (row[3].is_null() ? "null" : field_text(row[3]))
                       << ", \"held_for_seconds\": " << (row[4].is_null() ? "null" : field_text(row[4]))
                       << ", \"expires_in_seconds\": " << (row[5].is_null() ? "null" : field_text(row[5]))
-                      << ", \"renewals\": " << field_text(row[6]) << ", \"acquisitions\": " << field_text(row[7])
-                      << ", \"takeovers\": " << field_text(row[8]) << "}";
+                      << ", \"renewals\": " << (row[6].is_null() ? "null" : field_text(row[6]))
+                      << ", \"acquisitions\": " << (row[7].is_null() ? "null" : field_text(row[7]))
+                      << ", \"takeovers\": " << (row[8].is_null() ? "null" : field_text(row[8])) << "}";
         }
         std::cout << (r.empty() ? "]\n" : "\n]\n");
         return exit_code::ok;
     }
     std::vector<std::vector<std::string>> rows{
-        {"NAME", "STATE", "HOLDER", "TOKEN", "HELD FOR", "EXPIRES IN", "RENEWALS", "TAKEOVERS"}};
+        {"NAME", "STATE", "HOLDER", "TOKEN", "HELD FOR", "EXPIRES IN", "RENEWALS", "TAKEOVERS", "KIND", "HOLDERS"}};
+    const auto or_dash = [](const pqxx::field& f) { return f.is_null() ? std::string{"-"} : field_text(f); };
     for (const auto& row : r)
-        rows.push_back({field_text(row[0]), field_text(row[1]), row[2].is_null() ? "-" : field_text(row[2]),
-                        field_text(row[3]), duration_field(row[4]), duration_field(row[5]), field_text(row[6]),
-                        field_text(row[8])});
+        rows.push_back({field_text(row[0]), field_text(row[1]), or_dash(row[2]), or_dash(row[3]),
+                        duration_field(row[4]), duration_field(row[5]), or_dash(row[6]), or_dash(row[8]),
+                        field_text(row[9]), field_text(row[10])});
     std::vector<std::size_t> width(rows[0].size(), 0);
     for (const auto& row : rows)
         for (std::size_t c = 0; c < row.size(); ++c)
@@ -109,7 +116,7 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
     for (const auto& row : rows) {
         std::string line;
         for (std::size_t c = 0; c < row.size(); ++c) {
-            const bool numeric = c == 3 || c == 6 || c == 7;
+            const bool numeric = c == 3 || c == 6 || c == 7 || c == 9;
             std::string cell = row[c];
             const std::string pad(width[c] - cell.size(), ' ');
             line += (numeric ? pad + cell : cell + pad) + (c + 1 < row.size() ? "  " : "");
@@ -179,7 +186,11 @@ int main(int argc, char** argv) {
     std::string ttl_text = "30s", wait_text, kill_after_text = "10s";
     bool no_wait = false;
     auto* run = app.add_subcommand("run", "Run COMMAND while holding the lock NAME");
-    run->add_option("NAME", ra.name, "lock name")->required();
+    run->add_option("NAME", ra.names, "lock name; several names: all of them or none")->required();
+    auto* shared_opt = run->add_flag("--shared", ra.shared, "a shared lease: many --shared holders at once, no exclusive one");
+    auto* permits_opt = run->add_option("--permits", ra.permits, "one permit of a semaphore of N permits")
+                            ->check(CLI::Range(1, 1000000));
+    shared_opt->excludes(permits_opt);
     run->add_option("--ttl", ttl_text, "lease time-to-live, renewed every ttl/3")->capture_default_str();
     auto* wait_opt = run->add_option("--wait", wait_text, "wait up to this long for the lock (default: do not wait)");
     auto* no_wait_opt = run->add_flag("--no-wait", no_wait, "fail at once when the lock is busy (the default)");
@@ -190,7 +201,7 @@ int main(int argc, char** argv) {
     run->add_option("-E,--conflict-exit-code", ra.conflict_exit_code, "exit status when busy (as flock -E)")
         ->capture_default_str()
         ->check(CLI::Range(0, 255));
-    run->footer(R"TXT(Usage: dlock run [OPTIONS] NAME -- COMMAND [ARG...]
+    run->footer(R"TXT(Usage: dlock run [OPTIONS] NAME [NAME...] -- COMMAND [ARG...]
 
 COMMAND runs with DLOCK_LOCK_NAME, DLOCK_FENCING_TOKEN and DLOCK_OWNER_TOKEN set,
 in its own process group. The lease is kept alive while it runs and released
@@ -201,6 +212,9 @@ and SIGUSR2 sent to dlock are forwarded to COMMAND.
 Examples:
   dlock run nightly-report -- /usr/local/bin/report --all
   dlock run --wait 5m --ttl 1m db-migrate -- ./migrate.sh
+  dlock run --shared report:2026-09 -- ./read-report.sh   (readers; a plain run is the writer)
+  dlock run --permits 2 --wait 10m export:tenant-42 -- ./export.sh
+  dlock run item:7 item:42 -- ./transfer.sh   (both or none; tokens comma-separated)
   dlock --wait-mode poll run --wait 5m jobs -- ./job.sh   (behind PgBouncer)
   */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
 
@@ -263,7 +277,13 @@ Examples:
         if (run->parsed()) {
             if (!saw_separator) throw usage_error{"run: missing \"--\" before COMMAND"};
             if (command.empty()) throw usage_error{"run: missing COMMAND after \"--\""};
-            check_lock_name(ra.name);
+            for (const auto& n : ra.names)
+                check_lock_name(n);
+            if (ra.names.size() > 1 && (ra.shared || ra.permits > 0))
+                throw CLI::ValidationError("NAME", "several names are taken exclusively; --shared and --permits take one name");
+            ra.name.clear();
+            for (const auto& n : ra.names)
+                ra.name += (ra.name.empty() ? "" : ",") + n;
             ra.ttl = parse_duration(ttl_text, "--ttl");
             if (!wait_text.empty()) ra.wait = parse_duration(wait_text, "--wait");
             ra.kill_after = parse_duration(kill_after_text, "--kill-after");

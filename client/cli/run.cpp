@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -59,16 +60,35 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     dlock::lease_options options;
     options.ttl = args.ttl;
     options.holder = args.holder;
-    std::optional<dlock::lease> lease;
+    // one lease, or one per name of a set (all or none)
+    std::vector<dlock::lease> leases;
+    // callers that name one lock (dlock elect) set only args.name
+    const std::vector<std::string> names = args.names.empty() ? std::vector<std::string>{args.name} : args.names;
     try {
-        if (args.wait)
-            lease.emplace(client.acquire(args.name, *args.wait, options));
-        else
-            lease = client.try_acquire(args.name, options);
+        if (names.size() > 1) {
+            if (args.wait)
+                leases = client.acquire_all(names, *args.wait, options);
+            else if (auto set = client.try_acquire_all(names, options))
+                leases = std::move(*set);
+        } else {
+            std::optional<dlock::lease> one;
+            const std::string& name = names.front();
+            if (args.shared)
+                one = args.wait ? client.acquire_shared(name, *args.wait, options)
+                                : client.try_acquire_shared(name, options);
+            else if (args.permits > 0)
+                one = args.wait ? client.acquire_permit(name, args.permits, *args.wait, options)
+                                : client.try_acquire_permit(name, args.permits, options);
+            else if (args.wait)
+                one.emplace(client.acquire(name, *args.wait, options));
+            else
+                one = client.try_acquire(name, options);
+            if (one) leases.push_back(std::move(*one));
+        }
     } catch (const dlock::busy_error&) {
-        lease.reset();
+        leases.clear();
     }
-    if (!lease) {
+    if (leases.empty()) {
         std::cerr << "dlock: " << args.name << " is busy" << (args.wait ? " (the wait ran out)" : "") << "\n";
         return args.conflict_exit_code;
     }
@@ -83,9 +103,15 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e)
         if (!is_lease_variable(*e)) env_strings.emplace_back(*e);
-    env_strings.push_back("DLOCK_LOCK_NAME=" + lease->name());
-    env_strings.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(lease->fencing_token()));
-    env_strings.push_back("DLOCK_OWNER_TOKEN=" + lease->owner_token());
+    // a set: names and their tokens comma-separated, in the same (name) order
+    std::string names_text, tokens_text;
+    for (const auto& l : leases) {
+        names_text += (names_text.empty() ? "" : ",") + l.name();
+        tokens_text += (tokens_text.empty() ? "" : ",") + std::to_string(l.fencing_token());
+    }
+    env_strings.push_back("DLOCK_LOCK_NAME=" + names_text);
+    env_strings.push_back("DLOCK_FENCING_TOKEN=" + tokens_text);
+    env_strings.push_back("DLOCK_OWNER_TOKEN=" + leases.front().owner_token());
     std::vector<char*> envp;
     envp.reserve(env_strings.size() + 1);
     for (auto& s : env_strings)
@@ -143,9 +169,10 @@ int run_under_lease(dlock::client& client, const run_args& args) {
         siginfo_t info{};
         const int sig = sigtimedwait(&handled, &info, &tick);
         if (sig > 0 && sig != SIGCHLD) kill(-child, sig);
-        if (!lost && lease->lost()) {
+        const auto lost_lease = std::find_if(leases.begin(), leases.end(), [](const dlock::lease& l) { return l.lost(); });
+        if (!lost && lost_lease != leases.end()) {
             lost = true;
-            const auto reason = lease->loss();
+            const auto reason = lost_lease->loss();
             std::cerr << "dlock: lease on " << args.name << " lost ("
                       << (reason ? dlock::to_string(*reason) : "expired") << "); terminating the command\n";
             kill(-child, SIGTERM);
@@ -161,7 +188,14 @@ int run_under_lease(dlock::client& client, const run_args& args) {
         return exit_code::lost;
     }
     const int status = status_of(wait_status);
-    switch (lease->release()) {
+    // the worst outcome of releasing each lease
+    dlock::outcome released = dlock::outcome::done;
+    for (auto& l : leases) {
+        const dlock::outcome o = l.release();
+        if (o == dlock::outcome::unknown || (o == dlock::outcome::refused && released == dlock::outcome::done))
+            released = o;
+    }
+    switch (released) {
     case dlock::outcome::done: return status;
     case dlock::outcome::refused:
         std::cerr << "dlock: lease on " << args.name

@@ -146,24 +146,24 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
 
 std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
                                                   std::optional<std::chrono::milliseconds> wait,
-                                                  const lease_options& opts) {
+                                                  const lease_options& opts, lease_kind kind) {
     const std::string name{name_view};
     const std::string owner = opts.owner_token.empty() ? new_owner_token() : opts.owner_token;
     const auto started = steady_clock::now();
-    if (!wait) return acquire_once(name, std::nullopt, opts, owner, started);
+    if (!wait) return acquire_once(name, std::nullopt, opts, owner, started, kind);
     ++stats.waits;
     try {
         std::shared_ptr<lease_state> lease;
         if (options.wait_mode == wait_mode::server || wait->count() < 0) {
             // A negative wait goes to the server as given (it refuses it).
-            lease = acquire_once(name, wait, opts, owner, started);
+            lease = acquire_once(name, wait, opts, owner, started, kind);
         } else {
             // Client-side wait: no server connection is held between tries.
             const auto until = started + *wait;
             const auto cap = std::max<std::int64_t>(1, options.poll_interval.count());
             std::uint64_t busy_tries = 0;
             for (std::int64_t bound = std::min<std::int64_t>(20, cap);; bound = std::min(cap, bound * 2)) {
-                if ((lease = acquire_once(name, std::nullopt, opts, owner, started))) break;
+                if ((lease = acquire_once(name, std::nullopt, opts, owner, started, kind))) break;
                 ++busy_tries;
                 const auto now = steady_clock::now();
                 if (now >= until) break;
@@ -194,7 +194,7 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
 std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                                                        std::optional<std::chrono::milliseconds> wait,
                                                        const lease_options& opts, const std::string& owner,
-                                                       steady_clock::time_point started) {
+                                                       steady_clock::time_point started, lease_kind kind) {
     const std::string& lease_holder = opts.holder.empty() ? holder : opts.holder;
     const int attempts = std::max(1, options.retry.max_attempts);
     bool uncertain = false;
@@ -215,12 +215,24 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                         ? *wait
                         : std::max(std::chrono::milliseconds{0},
                                    *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
-                r = call(s, std::max(std::chrono::milliseconds{0}, left) + options.call_timeout, sql::acquire, name,
-                         static_cast<long long>(opts.ttl.count()), static_cast<long long>(left.count()), owner,
-                         lease_holder);
+                const auto timeout = std::max(std::chrono::milliseconds{0}, left) + options.call_timeout;
+                const auto ttl_ms = static_cast<long long>(opts.ttl.count());
+                const auto left_ms = static_cast<long long>(left.count());
+                if (kind.what == lease_kind::mode::permit)
+                    r = call(s, timeout, sql::acquire_permit, name, ttl_ms, left_ms, owner, lease_holder, kind.permits);
+                else
+                    r = call(s, timeout,
+                             kind.what == lease_kind::mode::shared ? sql::acquire_shared : sql::acquire, name,
+                             ttl_ms, left_ms, owner, lease_holder);
             } else {
-                r = call(s, options.call_timeout, sql::try_acquire, name, static_cast<long long>(opts.ttl.count()),
-                         owner, lease_holder);
+                const auto ttl_ms = static_cast<long long>(opts.ttl.count());
+                if (kind.what == lease_kind::mode::permit)
+                    r = call(s, options.call_timeout, sql::try_acquire_permit, name, ttl_ms, owner, lease_holder,
+                             kind.permits);
+                else
+                    r = call(s, options.call_timeout,
+                             kind.what == lease_kind::mode::shared ? sql::try_acquire_shared : sql::try_acquire, name,
+                             ttl_ms, owner, lease_holder);
             }
             const auto received = steady_clock::now();
             if (s.notices().uncertain()) {
@@ -356,6 +368,121 @@ lease client::acquire(std::string_view lock_name, std::chrono::milliseconds wait
     state->core = m_core;
     m_core->attach(state, options);
     return lease{std::move(state)};
+}
+
+std::optional<lease> client::try_acquire_shared(std::string_view lock_name, const lease_options& options) {
+    auto state = m_core->acquire(lock_name, std::nullopt, options, {internal::lease_kind::mode::shared, 0});
+    if (!state) return std::nullopt;
+    state->core = m_core;
+    m_core->attach(state, options);
+    return lease{std::move(state)};
+}
+
+lease client::acquire_shared(std::string_view lock_name, std::chrono::milliseconds wait,
+                             const lease_options& options) {
+    auto state = m_core->acquire(lock_name, wait, options, {internal::lease_kind::mode::shared, 0});
+    if (!state) throw busy_error{"lock is busy", std::string{lock_name}, "55P03"};
+    state->core = m_core;
+    m_core->attach(state, options);
+    return lease{std::move(state)};
+}
+
+std::optional<lease> client::try_acquire_permit(std::string_view semaphore_name, int permits,
+                                                const lease_options& options) {
+    auto state = m_core->acquire(semaphore_name, std::nullopt, options, {internal::lease_kind::mode::permit, permits});
+    if (!state) return std::nullopt;
+    state->core = m_core;
+    m_core->attach(state, options);
+    return lease{std::move(state)};
+}
+
+lease client::acquire_permit(std::string_view semaphore_name, int permits, std::chrono::milliseconds wait,
+                             const lease_options& options) {
+    auto state = m_core->acquire(semaphore_name, wait, options, {internal::lease_kind::mode::permit, permits});
+    if (!state) throw busy_error{"all permits are held", std::string{semaphore_name}, "55P03"};
+    state->core = m_core;
+    m_core->attach(state, options);
+    return lease{std::move(state)};
+}
+
+namespace {
+
+// A text[] literal of names: each element double-quoted, with " and \ escaped.
+std::string text_array(const std::vector<std::string>& names) {
+    std::string literal = "{";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) literal += ',';
+        literal += '"';
+        for (const char c : names[i]) {
+            if (c == '"' || c == '\\') literal += '\\';
+            literal += c;
+        }
+        literal += '"';
+    }
+    return literal + "}";
+}
+
+} // namespace
+
+std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::string>& lock_names,
+                                                      std::optional<std::chrono::milliseconds> wait,
+                                                      const lease_options& options) {
+    const std::string names = text_array(lock_names);
+    const std::string set_label = lock_names.empty() ? std::string{} : lock_names.front();
+    const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
+    const std::string& lease_holder = options.holder.empty() ? m_core->holder : options.holder;
+    const auto ttl_ms = static_cast<long long>(options.ttl.count());
+    std::optional<internal::checked_out> held;
+    pqxx::result r;
+    const auto sent = steady_clock::now();
+    try {
+        internal::session& s = *held.emplace(*m_core);
+        if (wait)
+            r = internal::call(s, std::max(std::chrono::milliseconds{0}, *wait) + m_core->options.call_timeout,
+                               internal::sql::acquire_all, names, ttl_ms, static_cast<long long>(wait->count()), owner,
+                               lease_holder);
+        else
+            r = internal::call(s, m_core->options.call_timeout, internal::sql::try_acquire_all, names, ttl_ms, owner,
+                               lease_holder);
+    } catch (const std::exception& e) {
+        if (internal::is_unknown_outcome(e)) {
+            if (held) held->discard();
+            ++m_core->stats.unknown_outcomes;
+        }
+        internal::rethrow_mapped(set_label, owner);
+    }
+    const auto received = steady_clock::now();
+    if (r.empty()) {
+        ++m_core->stats.busy;
+        return std::nullopt;
+    }
+    std::vector<lease> leases;
+    leases.reserve(r.size());
+    for (const auto& row : r) {
+        auto state = std::make_shared<internal::lease_state>();
+        state->core = m_core;
+        state->name = row[0].as<std::string>();
+        state->owner_token = row[1].as<std::string>();
+        state->fencing_token = row[2].as<std::int64_t>();
+        state->lease_until = internal::from_epoch(row[3].as<double>());
+        state->deadline = m_core->deadline_for(sent, received, row[4].as<double>(), options.ttl);
+        ++m_core->stats.acquisitions;
+        m_core->attach(state, options);
+        leases.push_back(lease{std::move(state)});
+    }
+    return leases;
+}
+
+std::optional<std::vector<lease>> client::try_acquire_all(const std::vector<std::string>& lock_names,
+                                                          const lease_options& options) {
+    return acquire_set(lock_names, std::nullopt, options);
+}
+
+std::vector<lease> client::acquire_all(const std::vector<std::string>& lock_names, std::chrono::milliseconds wait,
+                                       const lease_options& options) {
+    auto leases = acquire_set(lock_names, wait, options);
+    if (!leases) throw busy_error{"a lock of the set is busy", lock_names.empty() ? "" : lock_names.front(), "55P03"};
+    return std::move(*leases);
 }
 
 std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::string_view lock_name,

@@ -43,7 +43,20 @@ extern const char* const acquire;
 extern const char* const renew;
 extern const char* const release;
 extern const char* const force_release;
+// lock kinds (issue 14)
+extern const char* const try_acquire_shared;
+extern const char* const acquire_shared;
+extern const char* const try_acquire_permit;
+extern const char* const acquire_permit;
+extern const char* const try_acquire_all;
+extern const char* const acquire_all;
 } // namespace sql
+
+/// Which kind of lease an acquire asks for (README "Lock kinds").
+struct lease_kind {
+    enum class mode { exclusive, shared, permit } what = mode::exclusive;
+    int permits = 0; ///< the semaphore's size, for mode::permit
+};
 
 /// True for a notice saying a commit canceled its wait for synchronous
 /// replication: the COMMIT then reports success although it is only local.
@@ -256,12 +269,12 @@ struct client_core {
 
     /// Acquire with retries; nullptr when busy (try) -- see client::try_acquire/acquire.
     std::shared_ptr<lease_state> acquire(std::string_view name, std::optional<std::chrono::milliseconds> wait,
-                                         const lease_options& opts);
+                                         const lease_options& opts, lease_kind kind = {});
     /// One acquire (server-side wait when wait is set), retried with the same
     /// owner while its outcome is unknown.
     std::shared_ptr<lease_state> acquire_once(const std::string& name, std::optional<std::chrono::milliseconds> wait,
                                               const lease_options& opts, const std::string& owner,
-                                              steady_clock::time_point started);
+                                              steady_clock::time_point started, lease_kind kind = {});
     /// Fills in the per-lease settings and starts watching it.
     void attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts);
 

@@ -32,6 +32,25 @@ const char* const renew = "SELECT pg_catalog.date_part('epoch', r.lease_until), 
                           "FROM dlock.renew($1, $2::uuid, $3::bigint * interval '1 millisecond') AS r(lease_until)";
 const char* const release = "SELECT dlock.release($1, $2::uuid)";
 const char* const force_release = "SELECT dlock.force_release($1, $2)";
+// Lock kinds: the same parameter positions as try_acquire/acquire; a
+// semaphore's permits come last.
+const char* const try_acquire_shared = DLOCK_LEASE_COLUMNS
+    "FROM dlock.try_acquire_shared($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, '')) l";
+const char* const acquire_shared = DLOCK_LEASE_COLUMNS
+    "FROM dlock.acquire_shared($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
+    "$4::uuid, NULLIF($5::text, '')) l";
+const char* const try_acquire_permit = DLOCK_LEASE_COLUMNS
+    "FROM dlock.try_acquire_permit($1, $5::integer, $2::bigint * interval '1 millisecond', $3::uuid, "
+    "NULLIF($4::text, '')) l";
+const char* const acquire_permit = DLOCK_LEASE_COLUMNS
+    "FROM dlock.acquire_permit($1, $6::integer, $2::bigint * interval '1 millisecond', "
+    "$3::bigint * interval '1 millisecond', $4::uuid, NULLIF($5::text, '')) l";
+const char* const try_acquire_all = DLOCK_LEASE_COLUMNS
+    "FROM dlock.try_acquire_all($1::text[], $2::bigint * interval '1 millisecond', $3::uuid, "
+    "NULLIF($4::text, '')) l ORDER BY l.lock_name";
+const char* const acquire_all = DLOCK_LEASE_COLUMNS
+    "FROM dlock.acquire_all($1::text[], $2::bigint * interval '1 millisecond', "
+    "$3::bigint * interval '1 millisecond', $4::uuid, NULLIF($5::text, '')) l ORDER BY l.lock_name";
 } // namespace sql
 
 #undef DLOCK_LEASE_COLUMNS

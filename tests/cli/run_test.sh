@@ -216,3 +216,28 @@ grep -q "release of $name was not confirmed" "$work/release-fails.err"
 check "run: ... and says the release was not confirmed" $?
 check "run: ... the lease is indeed still held" $([ "$(state_of "$name")" = held ]; echo $?)
 sleep 3
+
+# --- issue 14: lock kinds from the command line --------------------------------
+name=$(unique kinds-shared)
+out=$("$DLOCK" run --shared "$name" -- sh -c "\"$DLOCK\" run --shared \"$name\" -- true; echo reader=\$?; \"$DLOCK\" run \"$name\" -- true; echo writer=\$?" 2>/dev/null)
+check "run --shared: a second reader runs alongside ($out)" $(echo "$out" | grep -qx reader=0; echo $?)
+check "run --shared: a writer is busy while a reader runs ($out)" $(echo "$out" | grep -qx writer=75; echo $?)
+check "run --shared: released after COMMAND exits" $([ "$(state_of "$name")" = free ]; echo $?)
+name=$(unique kinds-permits)
+out=$("$DLOCK" run --permits 2 "$name" -- sh -c "\"$DLOCK\" run --permits 2 \"$name\" -- sh -c '\"$DLOCK\" run --permits 2 \"$name\" -- true; echo third=\$?'; echo second=\$?" 2>/dev/null)
+check "run --permits 2: the second permit runs ($out)" $(echo "$out" | grep -qx second=0; echo $?)
+check "run --permits 2: the third is busy ($out)" $(echo "$out" | grep -qx third=75; echo $?)
+a=$(unique kinds-item-a)
+b=$(unique kinds-item-b)
+out=$("$DLOCK" run "$b" "$a" -- sh -c 'echo "$DLOCK_LOCK_NAME;$DLOCK_FENCING_TOKEN"' 2>/dev/null)
+sorted=$(printf '%s\n%s\n' "$a" "$b" | LC_ALL=C sort | paste -sd,)
+check "run NAME NAME: both names, in name order, a token each ($out)" \
+	$([[ $out == "$sorted;"* ]] && [[ ${out#*;} =~ ^[0-9]+,[0-9]+$ ]]; echo $?)
+out=$("$DLOCK" run "$a" -- sh -c "\"$DLOCK\" run \"$b\" \"$a\" -- true; echo set=\$?; \"$DLOCK\" status --json \"$b\"" 2>/dev/null)
+check "run NAME NAME: busy when one name is held ($out)" $(echo "$out" | grep -qx set=75; echo $?)
+check "run NAME NAME: ... and took neither" $([ "$(state_of "$b")" = free ]; echo $?)
+"$DLOCK" run --shared "$a" "$b" -- true 2>/dev/null
+expect_status "run --shared with several names: usage error" 64 $?
+name=$(unique kinds-status)
+out=$("$DLOCK" run --shared "$name" -- "$DLOCK" status "$name" 2>/dev/null)
+check "status: shows the kind and the number of holders ($out)" $(echo "$out" | grep -qE "^$name +held .* shared +1$"; echo $?)

@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import checker  # noqa: E402
+import semaphore_check  # noqa: E402
 
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
     d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
@@ -986,6 +987,68 @@ def s_election(run):
     e.stop(list(e.candidates.values()))
 
 
+SEMAPHORE_SCHEMA = """
+CREATE TABLE sem_write (id bigserial PRIMARY KEY, worker text NOT NULL, token bigint NOT NULL,
+                        started timestamptz NOT NULL, ended timestamptz);
+GRANT SELECT, INSERT, UPDATE ON sem_write TO faults_app;
+GRANT USAGE ON SEQUENCE sem_write_id_seq TO faults_app;
+"""
+
+SEMAPHORE_WRITES = """
+SELECT coalesce(json_agg(json_build_object(
+         'worker', worker, 'token', token,
+         'started', (extract(epoch FROM started) * 1000000)::bigint,
+         'ended', (extract(epoch FROM ended) * 1000000)::bigint) ORDER BY id), '[]'::json)
+  FROM sem_write WHERE ended IS NOT NULL
+"""
+
+# Debian's interpreter, which has python3-psycopg2 (the harness may run under another)
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def s_semaphore(run):
+    """S. Semaphore of 2 permits, 6 workers: holders paused (SIGSTOP) past
+    their ttl, backends killed, some writers late on their own; fenced writes
+    (dlock.assert_holds) must never be more than 2 at a time."""
+    permits = run.sc["permits"]
+    run.start_primary()
+    run.primary.psql(SEMAPHORE_SCHEMA)
+    run.duration_ms = run.h.profile["duration"] * 1000
+    for i in range(1, 7):
+        wid = f"w{i}"
+        args = [SYSTEM_PYTHON, os.path.join(HERE, "semaphore_worker.py"), "--id", wid,
+                "--conninfo", run.conninfo(), "--history",
+                os.path.join(run.dir, "history", f"{wid}.jsonl"),
+                "--permits", str(permits), "--ttl-ms", str(run.ttl_ms),
+                "--duration-ms", str(run.duration_ms), "--seed", str(run.h.seed * 100 + i),
+                "--fencing", "1" if run.sc.get("fencing", True) else "0",
+                "--slow-prob", str(run.sc.get("slow_prob", 0.15))]
+        run.workers[wid] = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(run.dir, f"worker-{wid}.log"), "w"))
+    run.t_start = time.monotonic()
+    run.t_end = run.t_start + run.duration_ms / 1000.0
+    run.sleep(1.0)
+    while run.fault_window() and run.sc.get("faults", True):
+        wid = run.rng.choice(sorted(run.workers))
+        pause = run.rng.uniform(1.5, 3.0) * run.ttl_ms / 1000.0
+        os.kill(run.workers[wid].pid, signal.SIGSTOP)
+        run.fault_start("sigstop", "S1", worker=wid, seconds=round(pause, 2))
+        time.sleep(pause)
+        os.kill(run.workers[wid].pid, signal.SIGCONT)
+        run.fault_end("sigstop", "S1", worker=wid)
+        victims = run.backends()
+        if victims:
+            pid, state, app = run.rng.choice(victims)
+            run.fault_start("pg_terminate_backend", "S1", backend=app, state=state)
+            run.current.psql_try(f"SELECT pg_terminate_backend({pid})")
+            run.fault_end("pg_terminate_backend", "S1")
+        run.sleep(run.ttl_ms / 1000.0)
+    run.wait_workers()
+    with open(os.path.join(run.dir, "sem_writes.json"), "w") as f:
+        f.write(run.current.psql_try(SEMAPHORE_WRITES, timeout=30) or "[]")
+
+
 SCENARIOS = [
     {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
     {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay,
@@ -1015,6 +1078,10 @@ SCENARIOS = [
      "run": s_partition},
     {"name": "14-election", "title": "leaders paused past the ttl and killed, observers restarted",
      "run": s_election, "min_duration": 20, "checks": {"election": True}},
+    # Lock kinds (issue 14): a semaphore's permits, each its own fenced lease
+    {"name": "15-semaphore", "title": "semaphore of 2 permits: holders paused past the ttl, backends killed",
+     "run": s_semaphore, "permits": 2, "checker": "semaphore",
+     "checks": {"min_stale_refusals": 1}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
@@ -1031,6 +1098,10 @@ SCENARIOS = [
      "title": "negative control: observers believe notifications, never read the leader",
      "run": s_election, "min_duration": 20, "trust_events": True, "negative_control": True,
      "checks": {"election": True}, "expect_violations": ["6"]},
+    {"name": "N6-semaphore-no-fencing",
+     "title": "negative control: semaphore, late writers, fencing off",
+     "run": s_semaphore, "permits": 2, "checker": "semaphore", "fencing": False,
+     "faults": False, "slow_prob": 0.4, "negative_control": True, "expect_violations": ["S"]},
 ]
 
 
@@ -1063,7 +1134,10 @@ class Harness:
         if error:
             return {"scenario": sc["name"], "title": sc["title"], "error": error.strip().splitlines()[-1],
                     "negative_control": bool(sc.get("negative_control")), "passed": False}
-        summary = checker.check_run(run.dir)
+        if sc.get("checker") == "semaphore":
+            summary = semaphore_check.check_semaphore(run.dir)
+        else:
+            summary = checker.check_run(run.dir)
         with open(os.path.join(run.dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
         compress_histories(run.dir)

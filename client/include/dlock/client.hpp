@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlock/errors.hpp"
 #include "dlock/lease.hpp"
@@ -58,6 +59,34 @@ public:
     [[nodiscard]] lease acquire(std::string_view lock_name, std::chrono::milliseconds wait,
                                 const lease_options& options = {});
 
+    /// A shared lease (read-write lock): granted while no exclusive lease is live
+    /// and no exclusive acquirer waits; any number of shared leases at once. The
+    /// lease is renewed and released like an exclusive one. nullopt when busy.
+    [[nodiscard]] std::optional<lease> try_acquire_shared(std::string_view lock_name,
+                                                          const lease_options& options = {});
+    /// Like try_acquire_shared, waiting up to `wait`; throws busy_error when it runs out.
+    [[nodiscard]] lease acquire_shared(std::string_view lock_name, std::chrono::milliseconds wait,
+                                       const lease_options& options = {});
+
+    /// One of `permits` permits of a counting semaphore, as its own lease (own
+    /// owner and fencing token, renewed and released alone). nullopt when all
+    /// are held; invalid_argument_error when `permits` disagrees with the live permits'.
+    [[nodiscard]] std::optional<lease> try_acquire_permit(std::string_view semaphore_name, int permits,
+                                                          const lease_options& options = {});
+    /// Like try_acquire_permit, waiting up to `wait`; throws busy_error when it runs out.
+    [[nodiscard]] lease acquire_permit(std::string_view semaphore_name, int permits,
+                                       std::chrono::milliseconds wait, const lease_options& options = {});
+
+    /// Exclusive leases on every name or on none, one owner token for the set;
+    /// one lease per name (in name order), each kept alive and released on its
+    /// own. nullopt when a name is held by another owner. No retry on an
+    /// unknown outcome: call again with the same owner_token (idempotent).
+    [[nodiscard]] std::optional<std::vector<lease>> try_acquire_all(const std::vector<std::string>& lock_names,
+                                                                    const lease_options& options = {});
+    /// Like try_acquire_all, waiting up to `wait` in all; throws busy_error when it runs out.
+    [[nodiscard]] std::vector<lease> acquire_all(const std::vector<std::string>& lock_names,
+                                                 std::chrono::milliseconds wait, const lease_options& options = {});
+
     /// try_acquire inside the caller's transaction: the lease exists only if txn
     /// commits. No retries (the caller owns the transaction). nullopt when busy.
     [[nodiscard]] std::optional<grant> try_acquire(pqxx::transaction_base& txn, std::string_view lock_name,
@@ -92,6 +121,9 @@ public:
     [[nodiscard]] int keep_alive_backend_pid() const;
 
 private:
+    std::optional<std::vector<lease>> acquire_set(const std::vector<std::string>& lock_names,
+                                                  std::optional<std::chrono::milliseconds> wait,
+                                                  const lease_options& options);
     std::shared_ptr<internal::client_core> m_core;
 };
 

@@ -43,7 +43,8 @@ public:
     using error::error;
 };
 
-/// 22023 / 22004: an invalid or missing argument (empty or over-long name, bad ttl, negative wait).
+/// 22023 / 22004: an invalid or missing argument (empty or over-long name, bad ttl, negative wait,
+/// a semaphore's permits that disagree with its live permits); PD020: a name held as another kind.
 class invalid_argument_error : public error {
 public:
     using error::error;

@@ -1,0 +1,974 @@
+/*-------------------------------------------------------------------------
+ *
+ * holder_lease.c
+ *	  Shared leases (read-write lock) and semaphore permits: leases that
+ *	  several owners hold on one name at once.
+ *
+ * Storage. Each such lease is a row of dlock.lock_holder, a "slot" of its
+ * name: owner token, lease_until and fencing token, exactly as an exclusive
+ * lease is the name's row in dlock.distributed_lock. A grant updates one
+ * free or expired slot row and nothing else, so readers of one name write
+ * different rows and never queue behind each other on a hot row. A
+ * semaphore of N permits uses slots 1..N; a shared lock uses as many slots
+ * as it has had readers at once. Slots are reused, never deleted.
+ *
+ * Tokens. All kinds draw from the name's counter. A slot takes a block of
+ * HOLDER_TOKEN_BLOCK tokens from dlock.holder_counter at a time and issues
+ * them one by one; a block starts above the counter, above the name's last
+ * exclusive token and above the reap floor, by the generation rules of
+ * lease.c (dlock_next_token), so a failover or a restore moves it to a new
+ * generation like any other grant. A slot takes a new block when its block
+ * is used up, when an exclusive lease was granted since (the name's token
+ * passed the slot's), or when the timeline or cluster changed. An exclusive
+ * grant continues above the holders' counter (lease.c calls
+ * dlock_holders_allow_exclusive). So every token of a name is issued once,
+ * each slot's tokens grow, an exclusive token is above every earlier token
+ * of the name, and a holder's token is above every earlier exclusive token.
+ *
+ * Exclusion between kinds. Grants of holder leases take the name's kind
+ * lock (catalog.c) in ShareLock, exclusive grants in ExclusiveLock, kept to
+ * the end of the granting transaction; each decides only once it holds the
+ * lock, on the committed state. So a reader and a writer never both see the
+ * other's lock free: whichever commits second saw the first. A refused
+ * attempt gives the kind lock back, takes no row lock and no transaction ID
+ * (free slots are locked FOR UPDATE SKIP LOCKED only once the grant is
+ * decided).
+ *
+ * Writer preference. A holder grant is refused while an acquirer is queued
+ * for the name (wait.c) ahead of the caller, so a stream of readers cannot
+ * starve a waiting writer; waiters of every kind share one FIFO queue.
+ *
+ * These are the rare kinds: they reach their rows through SPI with kept
+ * plans (spi_plans.c), as the extension owner. Only the check an exclusive
+ * grant makes is on the exclusive hot path.
+ *
+ * IDENTIFICATION
+ *	  extension/holder_lease.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_try_acquire_shared);
+PG_FUNCTION_INFO_V1(dlock_acquire_shared);
+PG_FUNCTION_INFO_V1(dlock_try_acquire_permit);
+PG_FUNCTION_INFO_V1(dlock_acquire_permit);
+PG_FUNCTION_INFO_V1(dlock_resize_semaphore);
+
+/* Tokens a slot reserves from its name's counter at a time */
+#define HOLDER_TOKEN_BLOCK 256
+
+/* Most slots a shared lock grows to; one per concurrent reader */
+#define MAX_SHARED_SLOTS 10000
+
+#define KIND_SHARED 's'
+#define KIND_PERMIT 'p'
+
+/* Arguments of one holder acquire call, checked */
+typedef struct HolderArgs
+{
+	char		kind;
+	text	   *lock_name;
+	int32		permits;		/* KIND_PERMIT only */
+	int64		ttl_usecs;
+	pg_uuid_t  *owner;
+	text	   *holder;			/* NULL when not given */
+} HolderArgs;
+
+/* The kind lock taken by the current exclusive attempt, if newly taken */
+static bool exclusive_kind_lock_taken = false;
+static text *exclusive_kind_lock_name = NULL;
+
+static const char *
+kind_noun(char kind)
+{
+	return kind == KIND_SHARED ? "shared lock" : "semaphore";
+}
+
+/*
+ * Take lock_name's kind lock in mode, waiting up to deadline (0: as long as
+ * a row lock would, bounded by lock_timeout). Returns false when the
+ * deadline passed first; *waited says whether it had to wait.
+ */
+static bool
+take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
+			   LockAcquireResult *result, bool *waited)
+{
+	*waited = false;
+	*result = dlock_kind_lock(lock_name, mode, false);
+	if (*result != LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	*waited = true;
+	if (deadline == 0)
+	{
+		*result = dlock_kind_lock(lock_name, mode, true);
+		return true;
+	}
+	for (int round = 0;; round++)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		*result = dlock_kind_lock(lock_name, mode, false);
+		if (*result != LOCKACQUIRE_NOT_AVAIL)
+			return true;
+	}
+}
+
+/* Attribute numbers of dlock.lock_holder and dlock.holder_counter (pg_dlock--1.1--1.2.sql) */
+#define Anum_holder_lock_name	1
+#define Anum_holder_owner_token 5
+#define Anum_holder_lease_until 8
+#define Anum_counter_lock_name	1
+#define Anum_counter_fencing_seq 2
+
+/*
+ * Scan the rows of lock_name in table relid (by its primary key, whose first
+ * column is the name) with the latest snapshot, calling fn for each.
+ */
+static void
+scan_name_rows(Oid relid, text *lock_name, void (*fn) (HeapTuple tuple, TupleDesc desc, void *arg),
+			   void *arg)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(lock_name));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		fn(tuple, RelationGetDescr(rel), arg);
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+}
+
+/* What an exclusive grant needs to know about a name's holder slots */
+typedef struct HolderProbe
+{
+	TimestampTz now;
+	TimestampTz first_expiry;	/* earliest lease_until of a live holder */
+	bool		any_live;
+	bool		any_expired;	/* an expired holder still owns its slot */
+	int64		counter;		/* highest token reserved for the slots, 0 if none */
+} HolderProbe;
+
+static void
+probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
+{
+	HolderProbe *probe = arg;
+	bool		isnull;
+	TimestampTz until;
+
+	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
+	if (isnull)
+		return;
+	until = DatumGetTimestampTz(heap_getattr(tuple, Anum_holder_lease_until, desc, &isnull));
+	if (isnull || until <= probe->now)
+		probe->any_expired = true;
+	else
+	{
+		if (!probe->any_live || until < probe->first_expiry)
+			probe->first_expiry = until;
+		probe->any_live = true;
+	}
+}
+
+static void
+probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
+{
+	bool		isnull;
+	Datum		seq = heap_getattr(tuple, Anum_counter_fencing_seq, desc, &isnull);
+
+	if (!isnull)
+		((HolderProbe *) arg)->counter = DatumGetInt64(seq);
+}
+
+static Datum
+spi_value(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/*
+ * Called by an exclusive grant (lease.c) before it locks the name's row:
+ * takes the name's kind lock exclusively and checks that no shared lease or
+ * permit is live. Expired holders pinned by dlock.holds() are waited for and
+ * their slots freed, so a stale reader's fenced transaction ends before the
+ * writer's lease begins. *holder_token receives the highest token reserved
+ * for the name's slots (0 if none), which the exclusive token must exceed.
+ */
+DlockExclusiveCheck
+dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
+							  TimestampTz *busy_until, int64 *holder_token)
+{
+	LockAcquireResult result;
+	bool		waited;
+	HolderProbe probe;
+
+	*holder_token = 0;
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return EXCLUSIVE_ALLOWED;	/* 1.1 schema: no holder kinds */
+
+	if (!take_kind_lock(lock_name, ExclusiveLock, deadline, &result, &waited))
+	{
+		*busy_until = 0;
+		return EXCLUSIVE_BUSY;
+	}
+	if (result == LOCKACQUIRE_ALREADY_HELD)
+		dlock_kind_unlock(lock_name, ExclusiveLock);	/* keep one reference */
+	else if (!exclusive_kind_lock_taken)
+	{
+		exclusive_kind_lock_taken = true;
+		if (exclusive_kind_lock_name != NULL)
+			pfree(exclusive_kind_lock_name);
+		exclusive_kind_lock_name = MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(lock_name));
+		memcpy(exclusive_kind_lock_name, lock_name, VARSIZE_ANY(lock_name));
+	}
+	if (waited)
+		return EXCLUSIVE_RETRY; /* decide on the row as it is now */
+
+	/* without the executor: this runs on every exclusive grant */
+	probe.now = GetCurrentTimestamp();
+	probe.first_expiry = 0;
+	probe.any_live = probe.any_expired = false;
+	probe.counter = 0;
+	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
+	if (probe.any_live)
+	{
+		*busy_until = probe.first_expiry;
+		return EXCLUSIVE_BUSY;
+	}
+	scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
+	*holder_token = probe.counter;
+	if (probe.any_expired)
+	{
+		/* rare: wait for their pins, then free their slots */
+		Datum		values[2];
+
+		values[0] = PointerGetDatum(lock_name);
+		values[1] = TimestampTzGetDatum(probe.now);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_dlock: SPI_connect failed");
+		(void) dlock_execute(PLAN_HOLDERS_CLEAR_EXPIRED, values, NULL, 0);
+		SPI_finish();
+	}
+	return EXCLUSIVE_ALLOWED;
+}
+
+/*
+ * The exclusive attempt is over: a refused one gives back the kind lock it
+ * took, so it holds nothing.
+ */
+void
+dlock_holders_attempt_done(bool acquired)
+{
+	if (exclusive_kind_lock_taken && !acquired)
+		dlock_kind_unlock(exclusive_kind_lock_name, ExclusiveLock);
+	exclusive_kind_lock_taken = false;
+}
+
+/*
+ * Renew (ttl_usecs > 0) or release (0) this owner's live shared lease or
+ * permit of lock_name inside the caller's SPI connection; false when it
+ * holds none. *lease_until and *token receive the lease's new expiry and
+ * its fencing token.
+ */
+static bool
+change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+			  TimestampTz *lease_until, int64 *token)
+{
+	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[5];
+	bool		isnull;
+
+	values[0] = PointerGetDatum(lock_name);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = TimestampTzGetDatum(now + ttl_usecs);
+	values[3] = BoolGetDatum(ttl_usecs > 0);
+	values[4] = TimestampTzGetDatum(now);
+	if (dlock_execute(PLAN_HOLDER_CHANGE, values, NULL, 0) == 0)
+		return false;
+	*token = DatumGetInt64(spi_value(0, 1, &isnull));
+	*lease_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
+	if (ttl_usecs > 0)
+	{
+		dlock_require_durable_commit();
+		dlock_count(STAT_RENEWALS, 1);
+	}
+	else
+	{
+		dlock_allow_async_release(had_xid);
+		dlock_wake_waiters(lock_name);
+		dlock_count(STAT_RELEASES, 1);
+	}
+	return true;
+}
+
+/*
+ * Renew (ttl_usecs > 0) or release (0) this owner's live shared lease or
+ * permit of lock_name; false when it holds none. Called by dlock.renew and
+ * dlock.release when the owner holds no exclusive lease of the name.
+ */
+bool
+dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+					TimestampTz *lease_until)
+{
+	TimestampTz until;
+	int64		token;
+	bool		changed;
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	changed = change_holder(lock_name, owner, ttl_usecs, &until, &token);
+	SPI_finish();
+	if (changed && lease_until != NULL)
+		*lease_until = until;
+	return changed;
+}
+
+/*
+ * dlock.holds() for a token of a shared lease or permit: true when it is a
+ * live one; then it is pinned (FOR SHARE) to the end of the transaction, so
+ * it can be neither released nor taken over, nor an exclusive lease granted,
+ * before the caller's fenced write commits.
+ */
+bool
+dlock_holder_holds(text *lock_name, int64 token)
+{
+	Datum		values[2];
+	bool		held;
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return false;
+	values[0] = PointerGetDatum(lock_name);
+	values[1] = Int64GetDatum(token);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	held = dlock_execute(PLAN_HOLDER_PIN, values, NULL, 1) > 0;
+	SPI_finish();
+	return held;
+}
+
+/* The slot row locked for a grant */
+typedef struct HolderSlot
+{
+	int32		slot;
+	int64		fencing_seq;
+	int64		block_end;
+	int32		grant_timeline;
+	int64		grant_system;
+} HolderSlot;
+
+static void
+read_slot(HolderSlot *slot, int32 number)
+{
+	bool		isnull;
+
+	slot->slot = number;
+	slot->fencing_seq = DatumGetInt64(spi_value(0, 1, &isnull));
+	slot->block_end = DatumGetInt64(spi_value(0, 2, &isnull));
+	slot->grant_timeline = DatumGetInt32(spi_value(0, 3, &isnull));
+	slot->grant_system = DatumGetInt64(spi_value(0, 4, &isnull));
+}
+
+/*
+ * Lock slot number of the name for a grant: an existing free or expired
+ * slot nobody else has locked, or a new one. False, having locked nothing,
+ * when another transaction has it.
+ */
+static bool
+lock_slot(const HolderArgs *args, int32 number, bool exists, TimestampTz now,
+		  HolderSlot *slot)
+{
+	Datum		values[4];
+	char		kind = args->kind;
+
+	values[0] = PointerGetDatum(args->lock_name);
+	values[1] = Int32GetDatum(number);
+	if (exists)
+	{
+		values[2] = TimestampTzGetDatum(now);
+		if (dlock_execute(PLAN_HOLDER_LOCK, values, NULL, 1) == 0)
+			return false;
+	}
+	else
+	{
+		values[2] = CharGetDatum(kind);
+		values[3] = TimestampTzGetDatum(now);
+		if (dlock_execute(PLAN_HOLDER_INSERT, values, NULL, 1) == 0)
+			return false;
+	}
+	read_slot(slot, number);
+	return true;
+}
+
+/*
+ * Reserve a new block of tokens for a slot of the name from its counter:
+ * the block starts above the counter, the name's exclusive token (name_seq,
+ * 0 if the name has no row) and the reap floor. Returns the block's first
+ * token; *block_end its last.
+ */
+static int64
+reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_timeline,
+			  int64 name_system, int32 timeline, int64 *block_end)
+{
+	int64		system = (int64) GetSystemIdentifier();
+	Datum		values[4];
+
+	values[0] = PointerGetDatum(lock_name);
+	for (;;)
+	{
+		int64		start = dlock_first_token(dlock_token_floor(), timeline);
+		bool		have_counter = dlock_execute(PLAN_COUNTER_LOCK, values, NULL, 1) > 0;
+
+		if (name_exists)
+			start = Max(start, dlock_next_token(name_seq, name_timeline, name_system, timeline));
+		if (have_counter)
+		{
+			bool		isnull;
+			int64		seq = DatumGetInt64(spi_value(0, 1, &isnull));
+			int32		tl = DatumGetInt32(spi_value(0, 2, &isnull));
+			int64		sys = DatumGetInt64(spi_value(0, 3, &isnull));
+
+			start = Max(start, dlock_next_token(seq, tl, sys, timeline));
+		}
+		*block_end = start + HOLDER_TOKEN_BLOCK - 1;
+		values[1] = Int64GetDatum(*block_end);
+		values[2] = Int32GetDatum(timeline);
+		values[3] = Int64GetDatum(system);
+		if (have_counter)
+		{
+			(void) dlock_execute(PLAN_COUNTER_UPDATE, values, NULL, 0);
+			return start;
+		}
+		if (dlock_execute(PLAN_COUNTER_INSERT, values, NULL, 0) > 0)
+			return start;
+		/* another transaction created the counter meanwhile: lock it */
+	}
+}
+
+/* Outcome of one holder attempt */
+typedef struct HolderAttempt
+{
+	bool		acquired;
+	HeapTuple	lease;			/* in the caller's memory context */
+	TimestampTz busy_until;		/* when a live lease in the way expires, or 0 */
+} HolderAttempt;
+
+static HeapTuple
+holder_lease_tuple(TupleDesc tupdesc, MemoryContext cxt, const HolderArgs *args,
+				   int64 token, TimestampTz lease_until)
+{
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	HeapTuple	lease;
+
+	values[0] = PointerGetDatum(args->lock_name);
+	values[1] = UUIDPGetDatum(args->owner);
+	values[2] = Int64GetDatum(token);
+	values[3] = TimestampTzGetDatum(lease_until);
+	lease = heap_form_tuple(tupdesc, values, nulls);
+	MemoryContextSwitchTo(oldcxt);
+	return lease;
+}
+
+/*
+ * Decide and, when it can, make the grant, inside an SPI connection; the
+ * caller holds the kind lock in ShareLock. Returns true when granted.
+ */
+static bool
+grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+			 HolderAttempt *attempt)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int32		timeline = dlock_token_timeline();
+	int64		system = (int64) GetSystemIdentifier();
+	Datum		values[12];
+	char		nulls[12];
+	bool		isnull;
+	bool		name_exists;
+	int64		name_seq = 0;
+	int32		name_timeline = 0;
+	int64		name_system = 0;
+	int			nrows;
+	int			nslots;
+	int32	   *slots;
+	bool	   *free_slot;
+	int			nlive = 0;
+	int32		max_slot = 0;
+	TimestampTz first_expiry = 0;
+	HolderSlot	slot;
+	bool		locked = false;
+	int64		token;
+	int64		block_end;
+
+	values[0] = PointerGetDatum(args->lock_name);
+	values[1] = TimestampTzGetDatum(now);
+
+	/* the name's exclusive lease and its holder slots, in one statement */
+	nrows = dlock_execute(PLAN_NAME_AND_HOLDERS, values, NULL, 0);
+	name_exists = false;
+	if (nrows > 0)
+	{
+		(void) spi_value(0, 1, &isnull);
+		name_exists = !isnull;
+	}
+	if (name_exists)
+	{
+		if (DatumGetBool(spi_value(0, 2, &isnull)))
+		{
+			attempt->busy_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
+			return false;
+		}
+		name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
+		name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
+		name_system = DatumGetInt64(spi_value(0, 6, &isnull));
+	}
+
+	/* the live holders */
+	slots = palloc(sizeof(int32) * (nrows + 1));
+	free_slot = palloc(sizeof(bool) * (nrows + 1));
+	nslots = 0;
+	for (int i = 0; i < nrows; i++)
+	{
+		Datum		slot_number = spi_value(i, 7, &isnull);
+		char		kind;
+		Datum		permits;
+		bool		permits_null;
+		bool		live;
+
+		if (isnull)
+			continue;			/* the name has no slot */
+		kind = DatumGetChar(spi_value(i, 8, &isnull));
+		permits = spi_value(i, 9, &isnull);
+		permits_null = isnull;
+		live = DatumGetBool(spi_value(i, 12, &isnull));
+		slots[nslots] = DatumGetInt32(slot_number);
+		free_slot[nslots] = !live;
+		max_slot = Max(max_slot, slots[nslots]);
+		nslots++;
+		if (!live)
+			continue;
+		nlive++;
+		if (kind != args->kind)
+			ereport(ERROR,
+					(errcode(ERRCODE_DLOCK_WRONG_KIND),
+					 errmsg("lock \"%s\" is held as a %s",
+							text_to_cstring(args->lock_name), kind_noun(kind)),
+					 errdetail("A name is used as one kind of lock at a time."),
+					 errhint("Use another name, or wait until its leases end.")));
+		if (args->kind == KIND_PERMIT && !permits_null &&
+			DatumGetInt32(permits) != args->permits)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("semaphore \"%s\" has %d permits, not %d",
+							text_to_cstring(args->lock_name), DatumGetInt32(permits),
+							args->permits),
+					 errdetail("Its live permits were granted with permits => %d.",
+							   DatumGetInt32(permits)),
+					 errhint("Change the number of permits with dlock.resize_semaphore().")));
+		{
+			TimestampTz until = DatumGetTimestampTz(spi_value(i, 11, &isnull));
+
+			if (first_expiry == 0 || until < first_expiry)
+				first_expiry = until;
+			if (memcmp(DatumGetUUIDP(spi_value(i, 10, &isnull)), args->owner, UUID_LEN) == 0)
+			{
+				/* this owner retrying: the same lease, renewed */
+				TimestampTz renewed;
+				int64		same_token;
+
+				if (!change_holder(args->lock_name, args->owner, args->ttl_usecs,
+								   &renewed, &same_token))
+					continue;	/* it ended meanwhile: decide without it */
+				attempt->lease = holder_lease_tuple(tupdesc, cxt, args,
+													same_token, renewed);
+				attempt->acquired = true;
+				return true;
+			}
+		}
+	}
+
+	/* at most "permits" live permits, in slots 1..permits */
+	if (args->kind == KIND_PERMIT)
+	{
+		if (nlive >= args->permits)
+		{
+			attempt->busy_until = first_expiry;
+			return false;
+		}
+		for (int32 number = 1; number <= args->permits && !locked; number++)
+		{
+			bool		exists = false;
+			bool		is_free = true;
+
+			for (int i = 0; i < nslots; i++)
+				if (slots[i] == number)
+				{
+					exists = true;
+					is_free = free_slot[i];
+				}
+			if (is_free)
+				locked = lock_slot(args, number, exists, now, &slot);
+		}
+	}
+	else
+	{
+		/* start at a slot of this backend's own, to spread readers */
+		int			start = nslots > 0 ? MyProcPid % nslots : 0;
+
+		for (int k = 0; k < nslots && !locked; k++)
+		{
+			int			i = (start + k) % nslots;
+
+			if (free_slot[i])
+				locked = lock_slot(args, slots[i], true, now, &slot);
+		}
+		for (int32 number = max_slot + 1; !locked && number <= MAX_SHARED_SLOTS; number++)
+			locked = lock_slot(args, number, false, now, &slot);
+	}
+	if (!locked)
+	{
+		/* the free slots were just taken or are pinned by a stale holder */
+		attempt->busy_until = first_expiry;
+		return false;
+	}
+
+	/* the grant is decided: the slot's next token, from a new block if need be */
+	if (slot.fencing_seq < slot.block_end && slot.fencing_seq >= name_seq &&
+		slot.grant_timeline == timeline && slot.grant_system == system)
+	{
+		token = slot.fencing_seq + 1;
+		block_end = slot.block_end;
+	}
+	else
+		token = reserve_block(args->lock_name, name_exists, name_seq, name_timeline,
+							  name_system, timeline, &block_end);
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[1] = Int32GetDatum(slot.slot);
+	values[2] = CharGetDatum(args->kind);
+	values[3] = Int32GetDatum(args->permits);
+	nulls[3] = args->kind == KIND_PERMIT ? ' ' : 'n';
+	values[4] = UUIDPGetDatum(args->owner);
+	values[5] = Int64GetDatum(token);
+	values[6] = Int64GetDatum(block_end);
+	values[7] = TimestampTzGetDatum(now + args->ttl_usecs);
+	values[8] = PointerGetDatum(args->holder);
+	nulls[8] = args->holder == NULL ? 'n' : ' ';
+	values[9] = TimestampTzGetDatum(now);
+	values[10] = Int32GetDatum(timeline);
+	values[11] = Int64GetDatum(system);
+	if (dlock_execute(PLAN_HOLDER_GRANT, values, nulls, 0) != 1)
+		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
+			 slot.slot, text_to_cstring(args->lock_name));
+
+	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, now + args->ttl_usecs);
+	attempt->acquired = true;
+	dlock_require_durable_commit();
+	dlock_count(args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS, 1);
+	return true;
+}
+
+/*
+ * One attempt to grant a shared lease or permit; waits for the kind lock up
+ * to deadline (0: as long as a row lock would). A refusal holds nothing.
+ */
+static void
+attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+			   TimestampTz deadline, HolderAttempt *attempt)
+{
+	LockAcquireResult result;
+	bool		waited;
+
+	attempt->acquired = false;
+	attempt->busy_until = 0;
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"pg_dlock\" must be updated for shared leases and permits"),
+				 errhint("Run ALTER EXTENSION pg_dlock UPDATE.")));
+	if (!take_kind_lock(args->lock_name, ShareLock, deadline, &result, &waited))
+		return;
+
+	/* writer preference: nobody queued for the name goes after us */
+	if (!dlock_wait_queued_ahead(args->lock_name))
+	{
+		DlockOwnerScope scope;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_dlock: SPI_connect failed");
+		dlock_owner_scope_begin(&scope);
+		(void) grant_holder(args, tupdesc, cxt, attempt);
+		dlock_owner_scope_end(&scope);
+		SPI_finish();
+	}
+	if (!attempt->acquired)
+		dlock_kind_unlock(args->lock_name, ShareLock);
+}
+
+/*
+ * Check and collect the arguments. The kind's own arguments come first:
+ * (lock_name, ttl) for shared, (semaphore_name, permits, ttl) for permits;
+ * wait, when with_wait, follows ttl; then owner_token and holder.
+ */
+static int64
+holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args)
+{
+	int			arg = 0;
+	int64		wait_usecs = 0;
+
+	args->kind = kind;
+	args->lock_name = dlock_arg_name(fcinfo, arg++,
+									 kind == KIND_SHARED ? "lock_name" : "semaphore_name");
+	args->permits = 0;
+	if (kind == KIND_PERMIT)
+	{
+		dlock_require_arg(fcinfo, arg, "permits");
+		args->permits = PG_GETARG_INT32(arg++);
+		if (args->permits < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("permits must be at least 1")));
+	}
+	args->ttl_usecs = dlock_arg_ttl(fcinfo, arg++);
+	if (with_wait)
+	{
+		dlock_require_arg(fcinfo, arg, "wait");
+		wait_usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(arg++));
+		if (wait_usecs < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("wait must not be negative")));
+	}
+	args->owner = dlock_arg_owner_token(fcinfo, arg++);
+	if (args->owner == NULL)
+		args->owner = dlock_new_owner_token();
+	args->holder = dlock_arg_holder(fcinfo, arg);
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot acquire lock \"%s\" during recovery",
+						text_to_cstring(args->lock_name)),
+				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
+	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot wait for lock \"%s\" in a REPEATABLE READ or SERIALIZABLE transaction",
+						text_to_cstring(args->lock_name)),
+				 errdetail("Such a transaction keeps its first snapshot and would never see the lock released."),
+				 errhint("Wait in a READ COMMITTED transaction, or use a zero wait and retry in a new transaction.")));
+	return wait_usecs;
+}
+
+static TupleDesc
+holder_tupdesc(FunctionCallInfo fcinfo)
+{
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_dlock: return type must be a row type");
+	return BlessTupleDesc(tupdesc);
+}
+
+static void
+count_busy(char kind)
+{
+	dlock_count(kind == KIND_SHARED ? STAT_SHARED_BUSY : STAT_PERMIT_BUSY, 1);
+}
+
+/*
+ * try_acquire_shared and try_acquire_permit
+ */
+static Datum
+try_acquire_holder(FunctionCallInfo fcinfo, char kind)
+{
+	HolderArgs	args;
+	HolderAttempt attempt;
+	TupleDesc	tupdesc;
+
+	(void) holder_args(fcinfo, kind, false, &args);
+	tupdesc = holder_tupdesc(fcinfo);
+	attempt_holder(&args, tupdesc, CurrentMemoryContext, 0, &attempt);
+	if (!attempt.acquired)
+	{
+		count_busy(kind);
+		PG_RETURN_NULL();
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
+}
+
+static int64
+usecs_since(instr_time started)
+{
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, started);
+	return INSTR_TIME_GET_MICROSEC(elapsed);
+}
+
+/*
+ * acquire_shared and acquire_permit: wait in the name's queue (wait.c), as
+ * dlock.acquire does, without holding a row lock or transaction ID between
+ * attempts. A grant hands the next waiter no expiry to sleep to: it may be
+ * another reader, which can be granted at once.
+ */
+static Datum
+acquire_holder(FunctionCallInfo fcinfo, char kind)
+{
+	HolderArgs	args;
+	HolderAttempt attempt;
+	TupleDesc	tupdesc;
+	MemoryContext cxt = CurrentMemoryContext;
+	int64		wait_usecs;
+	TimestampTz deadline;
+	instr_time	started;
+
+	wait_usecs = holder_args(fcinfo, kind, true, &args);
+	tupdesc = holder_tupdesc(fcinfo);
+
+	INSTR_TIME_SET_CURRENT(started);
+	deadline = GetCurrentTimestamp();
+	deadline = wait_usecs > PG_INT64_MAX - deadline ? PG_INT64_MAX : deadline + wait_usecs;
+	attempt.acquired = false;
+	attempt.busy_until = 0;
+
+	PG_TRY();
+	{
+		int64		waited_usecs = 0;
+
+		dlock_wait_prepare(args.lock_name, wait_usecs, NULL, 0, NULL);
+		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
+		{
+			attempt_holder(&args, tupdesc, cxt, deadline, &attempt);
+			if (attempt.acquired)
+				break;
+			waited_usecs = usecs_since(started);
+		}
+		dlock_wait_finish(attempt.acquired, 0, usecs_since(started), InvalidTransactionId);
+	}
+	PG_FINALLY();
+	{
+		dlock_wait_leave();
+	}
+	PG_END_TRY();
+
+	if (!attempt.acquired)
+	{
+		count_busy(kind);
+		dlock_count(STAT_WAIT_TIMEOUTS, 1);
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not acquire lock \"%s\" within " INT64_FORMAT " ms",
+						text_to_cstring(args.lock_name), wait_usecs / 1000),
+				 errdetail(kind == KIND_SHARED ?
+						   "An exclusive lease was live, or an exclusive acquirer waited, for the whole wait." :
+						   "All permits were held for the whole wait.")));
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
+}
+
+/*
+ * dlock.try_acquire_shared(lock_name, ttl, owner_token, holder) returns dlock.lease
+ */
+Datum
+dlock_try_acquire_shared(PG_FUNCTION_ARGS)
+{
+	return try_acquire_holder(fcinfo, KIND_SHARED);
+}
+
+/*
+ * dlock.acquire_shared(lock_name, ttl, wait, owner_token, holder) returns dlock.lease
+ */
+Datum
+dlock_acquire_shared(PG_FUNCTION_ARGS)
+{
+	return acquire_holder(fcinfo, KIND_SHARED);
+}
+
+/*
+ * dlock.try_acquire_permit(semaphore_name, permits, ttl, owner_token, holder)
+ * returns dlock.lease
+ */
+Datum
+dlock_try_acquire_permit(PG_FUNCTION_ARGS)
+{
+	return try_acquire_holder(fcinfo, KIND_PERMIT);
+}
+
+/*
+ * dlock.acquire_permit(semaphore_name, permits, ttl, wait, owner_token, holder)
+ * returns dlock.lease
+ */
+Datum
+dlock_acquire_permit(PG_FUNCTION_ARGS)
+{
+	return acquire_holder(fcinfo, KIND_PERMIT);
+}
+
+/*
+ * dlock.resize_semaphore(semaphore_name, permits) returns integer
+ *
+ * Records the new number of permits on the live permits, under the kind
+ * lock, so acquirers asking for the new number are admitted. Shrinking ends
+ * no permit: the semaphore admits nobody until fewer than the new number
+ * are live. Returns how many permits are live.
+ */
+Datum
+dlock_resize_semaphore(PG_FUNCTION_ARGS)
+{
+	text	   *name = dlock_arg_name(fcinfo, 0, "semaphore_name");
+	int32		permits;
+	Datum		values[2];
+	int			live;
+
+	dlock_require_arg(fcinfo, 1, "permits");
+	permits = PG_GETARG_INT32(1);
+	if (permits < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("permits must be at least 1")));
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		PG_RETURN_INT32(0);
+	(void) dlock_kind_lock(name, ExclusiveLock, true);
+	values[0] = PointerGetDatum(name);
+	values[1] = Int32GetDatum(permits);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	live = dlock_execute(PLAN_SEMAPHORE_RESIZE, values, NULL, 0);
+	SPI_finish();
+	PG_RETURN_INT32(live);
+}

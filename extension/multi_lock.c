@@ -1,0 +1,412 @@
+/*-------------------------------------------------------------------------
+ *
+ * multi_lock.c
+ *	  dlock.try_acquire_all, dlock.acquire_all and dlock.release_all:
+ *	  exclusive leases on a set of names, all or none.
+ *
+ * Each name of the set gets an ordinary exclusive lease (dlock.try_acquire
+ * or dlock.acquire, so every rule of lease.c holds for it: its own fencing
+ * token from the name's counter, durable grant, a waiting writer's place
+ * in the name's queue), all with one owner token. The names are taken in
+ * one canonical order -- by their bytes -- whatever order the caller gave,
+ * so two callers asking for overlapping sets never wait for each other in
+ * a cycle: whoever holds the smaller shared name gets the rest first.
+ *
+ * All or nothing: the grants are made in a subtransaction that is rolled
+ * back when one name cannot be had, so a refused or timed-out call leaves
+ * none of the set taken. A first pass that only reads refuses a set with a
+ * name held by another owner before anything is written, so the common
+ * refusal takes no transaction ID and no row lock; only a race lost between
+ * that pass and the grants costs the rolled-back subtransaction.
+ *
+ * The grants run through SPI as the caller, as if the caller had called
+ * dlock.try_acquire for each name: privileges, audit and events see the
+ * caller's role.
+ *
+ * IDENTIFICATION
+ *	  extension/multi_lock.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type_d.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "pg_dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
+PG_FUNCTION_INFO_V1(dlock_acquire_all);
+PG_FUNCTION_INFO_V1(dlock_release_all);
+
+/* Most names in one set */
+#define MAX_SET_NAMES 1000
+
+typedef enum MultiPlan
+{
+	MULTI_TRY,
+	MULTI_WAIT,
+	MULTI_RELEASE,
+	NUM_MULTI_PLANS
+} MultiPlan;
+
+static const struct
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[5];
+}			multi_plan_defs[NUM_MULTI_PLANS] = {
+	[MULTI_TRY] = {
+		"SELECT a.lock_name, a.owner_token, a.fencing_token, a.lease_until"
+		"  FROM dlock.try_acquire($1, $2, $3, $4) a",
+		4, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID}
+	},
+	[MULTI_WAIT] = {
+		"SELECT a.lock_name, a.owner_token, a.fencing_token, a.lease_until"
+		"  FROM dlock.acquire($1, $2, $3, $4, $5) a",
+		5, {TEXTOID, INTERVALOID, INTERVALOID, UUIDOID, TEXTOID}
+	},
+	[MULTI_RELEASE] = {
+		"SELECT dlock.release($1, $2)",
+		2, {TEXTOID, UUIDOID}
+	},
+};
+
+static SPIPlanPtr multi_plans[NUM_MULTI_PLANS];
+
+/*
+ * Run plan "id" as the caller, in the caller's SPI connection.
+ */
+static int
+multi_execute(MultiPlan id, Datum *values, const char *nulls)
+{
+	int			ret;
+
+	if (multi_plans[id] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(multi_plan_defs[id].sql, multi_plan_defs[id].nargs,
+									   (Oid *) multi_plan_defs[id].argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_dlock: could not prepare multi-lock statement %d: %s",
+				 (int) id, SPI_result_code_string(SPI_result));
+		multi_plans[id] = plan;
+	}
+	ret = SPI_execute_plan(multi_plans[id], values, nulls, false, 0);
+	if (ret < 0)
+		elog(ERROR, "pg_dlock: multi-lock statement %d failed: %s",
+			 (int) id, SPI_result_code_string(ret));
+	return (int) SPI_processed;
+}
+
+/* Byte order of two names: the canonical order of a set */
+static int
+name_cmp(const void *a, const void *b)
+{
+	text	   *x = *(text *const *) a;
+	text	   *y = *(text *const *) b;
+	int			lx = VARSIZE_ANY_EXHDR(x);
+	int			ly = VARSIZE_ANY_EXHDR(y);
+	int			cmp = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+
+	return cmp != 0 ? cmp : (lx > ly) - (lx < ly);
+}
+
+/*
+ * The names of argument 0, checked (each as a lock name, no NULL, no
+ * duplicate, at least one) and sorted into the canonical order.
+ */
+static text **
+set_names(FunctionCallInfo fcinfo, int *nnames)
+{
+	ArrayType  *array;
+	Datum	   *elems;
+	bool	   *elem_nulls;
+	text	  **names;
+	int			n;
+
+	dlock_require_arg(fcinfo, 0, "lock_names");
+	array = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_names must be a one-dimensional array")));
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elem_nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_names must not be empty")));
+	if (n > MAX_SET_NAMES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_names has too many names"),
+				 errdetail("It has %d names; at most %d are allowed.", n, MAX_SET_NAMES)));
+	names = palloc(sizeof(text *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		int			chars;
+
+		if (elem_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("lock_names must not contain null")));
+		names[i] = DatumGetTextPP(elems[i]);
+		chars = pg_mbstrlen_with_len(VARDATA_ANY(names[i]), VARSIZE_ANY_EXHDR(names[i]));
+		if (chars == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_names must not contain an empty name")));
+		if (chars > DLOCK_MAX_NAME_CHARS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_names contains a name that is too long"),
+					 errdetail("It has %d characters; at most %d are allowed.",
+							   chars, DLOCK_MAX_NAME_CHARS)));
+	}
+	qsort(names, n, sizeof(text *), name_cmp);
+	for (int i = 1; i < n; i++)
+		if (name_cmp(&names[i - 1], &names[i]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_names contains \"%s\" more than once",
+							text_to_cstring(names[i]))));
+	*nnames = n;
+	return names;
+}
+
+/*
+ * Grant every name of the set, in order, inside a subtransaction; with
+ * wait_usecs < 0 by try_acquire, otherwise by acquire waiting what is left
+ * of the wait. Leases go into the tuplestore. Returns false, having rolled
+ * everything back, when a name was busy; a wait that ran out re-raises its
+ * lock_not_available after the rollback.
+ */
+static bool
+grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owner,
+		  Datum holder, bool holder_null, Tuplestorestate *store, TupleDesc tupdesc)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner_before = CurrentResourceOwner;
+	TimestampTz deadline = GetCurrentTimestamp() + Max(wait_usecs, 0);
+	HeapTuple  *leases = palloc(sizeof(HeapTuple) * nnames);
+	volatile bool granted = true;
+	volatile int current = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		for (int i = 0; i < nnames && granted; i++)
+		{
+			Datum		values[5];
+			char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+			bool		isnull;
+			MultiPlan	plan = wait_usecs < 0 ? MULTI_TRY : MULTI_WAIT;
+			int			arg = 0;
+
+			current = i;
+
+			values[arg++] = PointerGetDatum(names[i]);
+			values[arg++] = ttl;
+			if (plan == MULTI_WAIT)
+			{
+				int64		left = Max(deadline - GetCurrentTimestamp(), 0);
+				Interval   *interval = palloc0(sizeof(Interval));
+
+				interval->time = left;
+				values[arg++] = IntervalPGetDatum(interval);
+			}
+			values[arg++] = UUIDPGetDatum(owner);
+			values[arg] = holder;
+			nulls[arg] = holder_null ? 'n' : ' ';
+			if (multi_execute(plan, values, nulls) != 1)
+				elog(ERROR, "pg_dlock: acquire returned no row");
+			(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+			if (isnull)
+				granted = false;	/* try_acquire returned NULL: busy */
+			else
+			{
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
+				leases[i] = SPI_copytuple(SPI_tuptable->vals[0]);
+				MemoryContextSwitchTo(old);
+			}
+		}
+		if (granted)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner_before;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner_before;
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			dlock_count(STAT_MULTI_BUSY, 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not acquire all %d locks within " INT64_FORMAT " ms",
+							nnames, wait_usecs / 1000),
+					 errdetail("Lock \"%s\" was held by another owner for the rest of the wait; none of the set was taken.",
+							   text_to_cstring(names[current]))));
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	if (!granted)
+		return false;
+	for (int i = 0; i < nnames; i++)
+	{
+		Datum		values[4];
+		bool		nulls[4];
+
+		heap_deform_tuple(leases[i], tupdesc, values, nulls);
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	return true;
+}
+
+/*
+ * try_acquire_all and acquire_all; wait_arg is the position of "wait", or
+ * -1 for try_acquire_all.
+ */
+static Datum
+acquire_set(FunctionCallInfo fcinfo, int wait_arg)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			owner_arg = wait_arg < 0 ? 2 : 3;
+	int			nnames;
+	text	  **names = set_names(fcinfo, &nnames);
+	int64		wait_usecs = -1;
+	pg_uuid_t  *owner;
+	text	   *holder;
+	bool		granted;
+
+	(void) dlock_arg_ttl(fcinfo, 1);
+	if (wait_arg >= 0)
+	{
+		dlock_require_arg(fcinfo, wait_arg, "wait");
+		wait_usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(wait_arg));
+		if (wait_usecs < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("wait must not be negative")));
+	}
+	owner = dlock_arg_owner_token(fcinfo, owner_arg);
+	if (owner == NULL)
+		owner = dlock_new_owner_token();
+	holder = dlock_arg_holder(fcinfo, owner_arg + 1);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+
+	/* a name held by another owner refuses the set before anything is written */
+	if (wait_usecs <= 0)
+	{
+		Datum		values[2];
+		bool		isnull;
+		Datum		busy;
+
+		values[0] = PointerGetDatum(construct_array((Datum *) names, nnames, TEXTOID,
+													-1, false, TYPALIGN_INT));
+		values[1] = UUIDPGetDatum(owner);
+		(void) dlock_execute(PLAN_SET_BUSY, values, NULL, 1);
+		busy = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull && DatumGetBool(busy))
+		{
+			SPI_finish();
+			dlock_count(STAT_MULTI_BUSY, 1);
+			if (wait_usecs == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not acquire all %d locks within 0 ms", nnames),
+						 errdetail("A lock of the set was held by another owner.")));
+			return (Datum) 0;
+		}
+	}
+
+	granted = grant_set(names, nnames, PG_GETARG_DATUM(1), wait_usecs, owner,
+						PointerGetDatum(holder), holder == NULL,
+						rsinfo->setResult, rsinfo->setDesc);
+	SPI_finish();
+	dlock_count(granted ? STAT_MULTI_ACQUISITIONS : STAT_MULTI_BUSY, 1);
+	return (Datum) 0;
+}
+
+/*
+ * dlock.try_acquire_all(lock_names, ttl, owner_token, holder) returns setof dlock.lease
+ */
+Datum
+dlock_try_acquire_all(PG_FUNCTION_ARGS)
+{
+	return acquire_set(fcinfo, -1);
+}
+
+/*
+ * dlock.acquire_all(lock_names, ttl, wait, owner_token, holder) returns setof dlock.lease
+ */
+Datum
+dlock_acquire_all(PG_FUNCTION_ARGS)
+{
+	return acquire_set(fcinfo, 2);
+}
+
+/*
+ * dlock.release_all(lock_names, owner_token) returns integer
+ *
+ * Releases this owner's live lease of each name (dlock.release); returns
+ * how many it ended. The commit waits for no WAL flush when the releases
+ * are all the transaction wrote, as for dlock.release (durability.c).
+ */
+Datum
+dlock_release_all(PG_FUNCTION_ARGS)
+{
+	int			nnames;
+	text	  **names = set_names(fcinfo, &nnames);
+	int			released = 0;
+	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+
+	dlock_require_arg(fcinfo, 1, "owner_token");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	for (int i = 0; i < nnames; i++)
+	{
+		Datum		values[2];
+		bool		isnull;
+
+		values[0] = PointerGetDatum(names[i]);
+		values[1] = PG_GETARG_DATUM(1);
+		(void) multi_execute(MULTI_RELEASE, values, NULL);
+		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+			released++;
+	}
+	SPI_finish();
+	/*
+	 * Like one release, the set's releases need not wait for the WAL flush
+	 * when they are all the transaction wrote: a release lost in a crash
+	 * only lets the leases run to their ttl.
+	 */
+	if (released > 0)
+		dlock_allow_async_release(had_xid);
+	PG_RETURN_INT32(released);
+}

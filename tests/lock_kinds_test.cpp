@@ -1,0 +1,93 @@
+// lock_kinds_test.cpp -- shared leases, semaphore permits and multi-locks from
+// the client (README "Lock kinds"), against a real pg_dlock server.
+#include <dlock/dlock.hpp>
+
+#include "dlock_testing.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class lock_kinds_test : public dlock_testing::server_test {
+protected:
+    static dlock::lease_options ttl(std::chrono::milliseconds value) {
+        dlock::lease_options o;
+        o.ttl = value;
+        return o;
+    }
+    long long holders_of(const std::string& name) { return column_of(name, "holders"); }
+};
+
+TEST_F(lock_kinds_test, readers_share_and_keep_a_writer_out_until_they_leave) {
+    const auto name = unique_name("rw");
+    dlock::client a;
+    dlock::client b;
+    dlock::client writer;
+    {
+        auto r1 = a.try_acquire_shared(name, ttl(30s));
+        auto r2 = b.try_acquire_shared(name, ttl(30s));
+        ASSERT_TRUE(r1.has_value());
+        ASSERT_TRUE(r2.has_value());
+        EXPECT_NE(r1->fencing_token(), r2->fencing_token());
+        EXPECT_EQ(holders_of(name), 2);
+        EXPECT_FALSE(writer.try_acquire(name, ttl(30s)).has_value());
+        // renewed and released like an exclusive lease
+        EXPECT_EQ(r1->renew(), dlock::outcome::done);
+    }
+    EXPECT_EQ(holders_of(name), 0);
+    auto w = writer.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(w.has_value());
+    EXPECT_FALSE(a.try_acquire_shared(name, ttl(30s)).has_value());
+}
+
+TEST_F(lock_kinds_test, a_semaphore_admits_its_permits_and_no_more) {
+    const auto name = unique_name("sem");
+    dlock::client c;
+    auto p1 = c.try_acquire_permit(name, 2, ttl(30s));
+    auto p2 = c.try_acquire_permit(name, 2, ttl(30s));
+    ASSERT_TRUE(p1.has_value());
+    ASSERT_TRUE(p2.has_value());
+    EXPECT_NE(p1->owner_token(), p2->owner_token());
+    EXPECT_FALSE(c.try_acquire_permit(name, 2, ttl(30s)).has_value());
+    EXPECT_THROW((void)c.try_acquire_permit(name, 3, ttl(30s)), dlock::invalid_argument_error);
+    EXPECT_THROW((void)c.try_acquire_shared(name, ttl(30s)), dlock::invalid_argument_error);
+    EXPECT_THROW((void)c.acquire_permit(name, 2, 200ms, ttl(30s)), dlock::busy_error);
+    EXPECT_EQ(p1->release(), dlock::outcome::done);
+    EXPECT_TRUE(c.try_acquire_permit(name, 2, ttl(30s)).has_value());
+}
+
+TEST_F(lock_kinds_test, a_permit_is_kept_alive_past_its_ttl) {
+    const auto name = unique_name("sem-keep-alive");
+    dlock::client c;
+    auto p = c.try_acquire_permit(name, 1, ttl(900ms));
+    ASSERT_TRUE(p.has_value());
+    std::this_thread::sleep_for(2500ms);
+    EXPECT_TRUE(p->valid());
+    EXPECT_EQ(holders_of(name), 1);
+    dlock::client other;
+    EXPECT_FALSE(other.try_acquire_permit(name, 1, ttl(30s)).has_value());
+}
+
+TEST_F(lock_kinds_test, a_set_is_taken_all_or_nothing) {
+    const auto a = unique_name("item-a");
+    const auto b = unique_name("item-b");
+    const auto c_name = unique_name("item-c");
+    dlock::client c;
+    auto set = c.try_acquire_all({b, a}, ttl(30s));
+    ASSERT_TRUE(set.has_value());
+    ASSERT_EQ(set->size(), 2u);
+    EXPECT_EQ((*set)[0].owner_token(), (*set)[1].owner_token());
+    EXPECT_EQ(state_of(a), "held");
+    EXPECT_EQ(state_of(b), "held");
+    dlock::client other;
+    EXPECT_FALSE(other.try_acquire_all({c_name, b}, ttl(30s)).has_value());
+    EXPECT_EQ(state_of(c_name), "free");
+    EXPECT_THROW((void)other.acquire_all({c_name, a}, 200ms, ttl(30s)), dlock::busy_error);
+    EXPECT_THROW((void)other.try_acquire_all({a, a}, ttl(30s)), dlock::invalid_argument_error);
+    set.reset();
+    EXPECT_EQ(state_of(a), "free");
+    EXPECT_EQ(state_of(b), "free");
+    EXPECT_TRUE(other.try_acquire_all({a, b, c_name}, ttl(30s)).has_value());
+}
+
+} // namespace
