@@ -47,6 +47,7 @@ typedef struct AcquireArgs
 	int64		ttl_usecs;		/* the ttl, by dlock_arg_ttl */
 	pg_uuid_t  *owner;
 	text	   *holder;			/* NULL when not given */
+	DlockLeasePolicy policy;	/* lease_policy.c */
 } AcquireArgs;
 
 /* Outcome of one attempt */
@@ -88,6 +89,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	if (args->owner == NULL)
 		args->owner = new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
+	dlock_policy_args(fcinfo, args->ttl_usecs, &args->policy);
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -296,6 +298,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
 	set_grant_system(row, tupdesc->natts);
+	dlock_policy_grant(rows, row, args->lock_name, &args->policy, now, NULL);
 	dlock_row_insert(rows, row);
 	return true;
 }
@@ -316,6 +319,7 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	DlockRow	row;
 	bool		new_lease = true;
 	bool		taken_over = false;
+	DlockPolicyView view;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
@@ -324,7 +328,6 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	for (;;)
 	{
 		TimestampTz now;
-		TimestampTz lease_until;
 		bool		has_owner;
 		bool		appeared;
 
@@ -341,18 +344,30 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		now = GetCurrentTimestamp();
 		has_owner = !row.nulls[Anum_owner_token - 1];
-		lease_until = row.nulls[Anum_lease_until - 1] ? 0 :
-			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
-		if (has_owner && lease_until > now)
+
+		/*
+		 * Policies (lease_policy.c): whether the lease is live, and until
+		 * when the name is unavailable to a new owner (lease_until without
+		 * policies; later with a minimum hold or a lock delay; earlier for
+		 * a session-bound lease whose session ended).
+		 */
+		dlock_policy_view(&rows, &row, now, &view);
+		if (view.live)
 		{
 			if (memcmp(DatumGetUUIDP(row.values[Anum_owner_token - 1]), args->owner,
-					   UUID_LEN) != 0)
+					   UUID_LEN) != 0 || view.hold_reached)
 			{
-				attempt->busy_until = lease_until;
+				attempt->busy_until = view.available_at;
 				dlock_rows_close(&rows);
 				return;
 			}
 			new_lease = false;	/* this owner retrying: same lease, same token */
+		}
+		else if (view.available_at != 0)
+		{
+			attempt->busy_until = view.available_at;
+			dlock_rows_close(&rows);
+			return;
 		}
 
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
@@ -390,6 +405,7 @@ attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 					Int64GetDatum(DatumGetInt64(row.values[Anum_takeovers - 1]) + 1);
 			row.values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 			row.nulls[Anum_acquired_at - 1] = false;
+			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
 		}
 		else
 			row.values[Anum_renewals - 1] =
@@ -581,6 +597,9 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 			DatumGetTimestampTz(row->values[Anum_lease_until - 1]) <= now ||
 			memcmp(DatumGetUUIDP(row->values[Anum_owner_token - 1]), owner, UUID_LEN) != 0)
 			break;
+		/* Policies (lease_policy.c): session ended, or max_hold reached */
+		if (!dlock_policy_may_change(&rows, row, now, ttl_usecs))
+			break;
 
 		switch (dlock_row_lock(&rows, row, LockTupleNoKeyExclusive))
 		{
@@ -593,6 +612,7 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 				continue;
 		}
 
+		dlock_policy_change(&rows, row, now, ttl_usecs);
 		if (ttl_usecs > 0)
 			row->values[Anum_renewals - 1] =
 				Int64GetDatum(DatumGetInt64(row->values[Anum_renewals - 1]) + 1);
