@@ -59,6 +59,10 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     dlock::lease_options options;
     options.ttl = args.ttl;
     options.holder = args.holder;
+    options.session_bound = args.session_bound;
+    options.max_hold = args.max_hold;
+    options.min_hold = args.min_hold;
+    options.lock_delay = args.lock_delay;
     std::optional<dlock::lease> lease;
     try {
         if (args.wait)

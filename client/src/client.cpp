@@ -137,6 +137,7 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
     lease->keep_alive = opts.keep_alive;
     lease->renew_only_on_progress = opts.renew_only_on_progress;
     lease->on_lost = opts.on_lost;
+    lease->max_hold = opts.max_hold;
     {
         std::lock_guard<std::mutex> guard{lease->mutex};
         lease->next_renew = steady_clock::now() + lease->renew_every;
@@ -198,6 +199,7 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
     const std::string& lease_holder = opts.holder.empty() ? holder : opts.holder;
     const int attempts = std::max(1, options.retry.max_attempts);
     bool uncertain = false;
+    const bool policies = has_policies(opts);
 
     for (int attempt = 0; attempt < attempts; ++attempt) {
         if (attempt > 0) {
@@ -215,9 +217,21 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                         ? *wait
                         : std::max(std::chrono::milliseconds{0},
                                    *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
-                r = call(s, std::max(std::chrono::milliseconds{0}, left) + options.call_timeout, sql::acquire, name,
-                         static_cast<long long>(opts.ttl.count()), static_cast<long long>(left.count()), owner,
-                         lease_holder);
+                const auto timeout = std::max(std::chrono::milliseconds{0}, left) + options.call_timeout;
+                if (policies)
+                    r = call(s, timeout, sql::acquire_policies, name, static_cast<long long>(opts.ttl.count()),
+                             static_cast<long long>(left.count()), owner, lease_holder, opts.session_bound,
+                             static_cast<long long>(opts.max_hold.count()),
+                             static_cast<long long>(opts.min_hold.count()),
+                             static_cast<long long>(opts.lock_delay.count()));
+                else
+                    r = call(s, timeout, sql::acquire, name, static_cast<long long>(opts.ttl.count()),
+                             static_cast<long long>(left.count()), owner, lease_holder);
+            } else if (policies) {
+                r = call(s, options.call_timeout, sql::try_acquire_policies, name,
+                         static_cast<long long>(opts.ttl.count()), owner, lease_holder, opts.session_bound,
+                         static_cast<long long>(opts.max_hold.count()), static_cast<long long>(opts.min_hold.count()),
+                         static_cast<long long>(opts.lock_delay.count()));
             } else {
                 r = call(s, options.call_timeout, sql::try_acquire, name, static_cast<long long>(opts.ttl.count()),
                          owner, lease_holder);
@@ -239,6 +253,9 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
             lease->fencing_token = r[0][2].as<std::int64_t>();
             lease->lease_until = from_epoch(r[0][3].as<double>());
             lease->deadline = deadline_for(sent, received, r[0][4].as<double>(), opts.ttl);
+            lease->acquired = sent;
+            // The lease lives as long as this connection: it leaves the pool.
+            if (opts.session_bound) lease->bound_session = std::move(held->slot());
             ++stats.acquisitions;
             return lease;
         } catch (const connection_error&) {
@@ -366,8 +383,15 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
     const auto sent = steady_clock::now();
     pqxx::result r;
     try {
-        r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
-                            lease_holder);
+        if (internal::has_policies(options))
+            r = txn.exec_params(internal::sql::try_acquire_policies, name, static_cast<long long>(options.ttl.count()),
+                                owner, lease_holder, options.session_bound,
+                                static_cast<long long>(options.max_hold.count()),
+                                static_cast<long long>(options.min_hold.count()),
+                                static_cast<long long>(options.lock_delay.count()));
+        else
+            r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
+                                lease_holder);
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) ++m_core->stats.unknown_outcomes;
         internal::rethrow_mapped(name, owner);
@@ -396,6 +420,7 @@ lease client::adopt(const grant& granted, const lease_options& options) {
     state->fencing_token = granted.fencing_token;
     state->lease_until = granted.lease_until;
     state->deadline = granted.deadline;
+    state->acquired = granted.deadline - granted.ttl;
     lease_options opts = options;
     opts.ttl = granted.ttl;
     m_core->attach(state, opts);

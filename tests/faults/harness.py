@@ -928,10 +928,9 @@ SCENARIOS = [
      "run": s_pgbouncer},
     {"name": "13-partition", "title": "network partition of half the workers (stopped proxy)",
      "run": s_partition},
-    # Plain SQL lock calls (the session-bound option is not in the worker's
-    # client-library path); ttl 2 s so that a killed holder's lease has time left.
+    # ttl 2 s, so that a killed holder's lease has time left to judge by.
     {"name": "14-session-bound", "title": "session-bound leases, holders SIGKILLed or paused",
-     "run": s_session_bound, "pqxx": True, "ttl_ms": 2000,
+     "run": s_session_bound, "ttl_ms": 2000,
      "checks": {"session_takeover": True}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True},
@@ -944,7 +943,7 @@ SCENARIOS = [
      "checks": {"local_belief": True}, "expect_violations": ["extra"]},
     {"name": "N4-not-session-bound",
      "title": "negative control: holders SIGKILLed, leases not session-bound",
-     "run": s_session_bound, "pqxx": True, "ttl_ms": 2000, "session_bound": False,
+     "run": s_session_bound, "ttl_ms": 2000, "session_bound": False,
      "negative_control": True, "checks": {"session_takeover": True},
      "expect_violations": ["extra"]},
 ]

@@ -163,8 +163,7 @@ private:
 
 std::unique_ptr<lock_api> make_lock_api(const lock_settings& settings, bool force_pqxx) {
 #ifdef FAULTS_WITH_CLIENT
-    // session-bound leases: plain SQL until the client library's path is wired
-    if (!force_pqxx && !settings.session_bound) return make_client_lock_api(settings);
+    if (!force_pqxx) return make_client_lock_api(settings);
 #else
     (void)force_pqxx;
 #endif
