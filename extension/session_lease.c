@@ -133,8 +133,9 @@ dlock_session_check_usable(void)
 /*
  * On the way out (disconnect, pg_terminate_backend, FATAL): record when the
  * session ended, then wake the waiters of its names so they take over at
- * once. An open transaction is rolled back after this; a woken waiter that
- * meets its row lock waits for that, as for any writer.
+ * once. An on_shmem_exit callback, so it runs after the before_shmem_exit
+ * ones, among them the abort of an open transaction (ShutdownPostgres): a
+ * woken waiter finds no row lock of ours left.
  */
 static void
 session_exit_callback(int code, Datum arg)

@@ -22,6 +22,7 @@ DROP EXTENSION dblink;
 CREATE FUNCTION pg_temp.wait_gone(pid integer) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
 	FOR i IN 1..3000 LOOP
+		PERFORM pg_stat_clear_snapshot();	-- else the first reading is kept to the end of the call
 		IF NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = wait_gone.pid) THEN
 			RETURN true;
 		END IF;
