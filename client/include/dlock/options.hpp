@@ -117,6 +117,8 @@ struct lease_options {
     /// process exits or its connection breaks): the lease keeps the connection
     /// it was granted on open, and closes it after the release. Needs a direct
     /// connection (or session pooling) and pg_dlock in shared_preload_libraries.
+    /// lease::detach() does not keep the connection: such a lease ends when the
+    /// lease object is destroyed.
     bool session_bound = false;
     /// Renewals are refused once the lease has been held this long; the
     /// keep-alive then reports the lease lost with loss_reason::max_hold.
