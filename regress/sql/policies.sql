@@ -50,17 +50,18 @@ CREATE TEMPORARY TABLE counters_before AS SELECT * FROM dlock.stats;
 
 -- max_hold: renewals succeed until the lease has been held that long, then
 -- are refused; the lease stays live to the end of its current ttl
-SELECT (dlock.try_acquire('policy:max-hold', '2 seconds', '00000000-0000-0000-0000-000000000001', max_hold => '2 seconds')).fencing_token AS max_hold_token \gset
-SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '2 seconds') IS NOT NULL AS renewed;
-SELECT hold_limit = acquired_at + '2 seconds' AS hold_limit_set, policy_state
+SELECT (dlock.try_acquire('policy:max-hold', '4 seconds', '00000000-0000-0000-0000-000000000001', max_hold => '4 seconds')).fencing_token AS max_hold_token \gset
+SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') IS NOT NULL AS renewed;
+SELECT hold_limit = acquired_at + '4 seconds' AS hold_limit_set, policy_state
   FROM dlock.locks WHERE lock_name = 'policy:max-hold';
--- the second renewal arrives with about 40% of its ttl left
-SELECT pg_sleep(1.2);
-SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '2 seconds') IS NOT NULL AS renewed;
-SELECT pg_sleep(0.9);
-SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '2 seconds') AS refused_renewal;
+-- the second renewal arrives with about 40% of its ttl left (25% would be 0.6 s later)
+SELECT pg_sleep(2.4);
+SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') IS NOT NULL AS renewed;
+-- past max_hold (4 s after the grant); the lease runs until about 6.4 s
+SELECT pg_sleep(1.8);
+SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') AS refused_renewal;
 -- the same owner cannot renew through acquire either
-SELECT dlock.try_acquire('policy:max-hold', '2 seconds', '00000000-0000-0000-0000-000000000001') IS NULL AS reacquire_refused;
+SELECT dlock.try_acquire('policy:max-hold', '4 seconds', '00000000-0000-0000-0000-000000000001') IS NULL AS reacquire_refused;
 SELECT state, policy_state FROM dlock.locks WHERE lock_name = 'policy:max-hold';
 SELECT dlock.holds('policy:max-hold', :max_hold_token) AS still_holds;
 SELECT (SELECT NOT shared_memory FROM dlock.stats) OR
