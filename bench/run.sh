@@ -2,12 +2,13 @@
 # make bench: pg_dlock against advisory locks, a hand-written SQL lease and
 # Redis, on a throwaway PostgreSQL and redis-server on loopback.
 #
-#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6 7 8"] [--duration S] [--rounds N]
+#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6 7 8 9"] [--duration S] [--rounds N]
 #                [--keep] [-- extra dlock_bench options]
 #
 #   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
 #   --cases      which cases to run (default: all); 3 = latency against lock
-#                rows, 3c = size and HOT share after churn
+#                rows, 3c = size and HOT share after churn, 9 = handoff after
+#                the holder's client is SIGKILLed (bench/session_handoff.py)
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #   --no-profile skip the profiles. By default, when perf (linux-perf) is
@@ -42,7 +43,7 @@ redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="1 2 3 3c 4 5 6 7 8"
+cases="1 2 3 3c 4 5 6 7 8 9"
 duration=
 rounds=
 quick=0
@@ -82,7 +83,11 @@ if [ $quick -eq 1 ]; then
 	churn_cycles=50000
 	churn_max=15
 	leases=2000
+	handoffs=10
+	ttl_handoffs=5
 fi
+handoffs=${handoffs:-30}
+ttl_handoffs=${ttl_handoffs:-10}
 duration=${duration:-2}
 rounds=${rounds:-2}
 
@@ -187,6 +192,12 @@ for c in $cases; do
 	3) db=bench_scale ;;
 	3c) db=bench_churn ;;
 	esac
+	if [ "$c" = 9 ]; then
+		python3 "$root/bench/session_handoff.py" --samples "$handoffs" --ttl-samples "$ttl_handoffs" \
+			--out "$results/session-handoff.md.tmp" ||
+			{ failures=$((failures + 1)); log "case 9 reported errors"; }
+		continue
+	fi
 	args=()
 	case "$c" in
 	3) args=(--rows "$rows") ;;
@@ -276,6 +287,10 @@ done
 mv "$results/latest.md.tmp" "$results/latest.md"
 mv "$tsv" "$results/latest.tsv"
 mv "$results/summary.md.tmp" "$results/summary.md"
+if [ -f "$results/session-handoff.md.tmp" ]; then
+	{ echo; cat "$results/session-handoff.md.tmp"; } | tee -a "$results/latest.md" >>"$results/summary.md"
+	mv "$results/session-handoff.md.tmp" "$results/session-handoff.md"
+fi
 rm -f "$results/plots.gp.tmp" "$machine"
 log "done in $(( $(date -u +%s) - started )) s: $results/latest.md"
 echo

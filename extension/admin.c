@@ -42,8 +42,12 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	SPI_connect();
 	ended = dlock_execute(PLAN_FORCE_RELEASE, values, NULL, 1) > 0;
 	if (ended)
+	{
 		dlock_lease_ended(lock_name, "force_release", STAT_FORCE_RELEASES,
 						  DLOCK_AUDIT_FORCE, reason);
+		/* the lease was forced away, not released: its lock delay applies */
+		dlock_policy_forced(lock_name);
+	}
 	SPI_finish();
 
 	PG_RETURN_BOOL(ended);

@@ -145,6 +145,9 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 			row->nulls[Anum_owner_token - 1] || row->nulls[Anum_lease_until - 1] ||
 			DatumGetTimestampTz(row->values[Anum_lease_until - 1]) <= now)
 			break;
+		/* Policies (lease_policy.c): a session-bound lease ends with its session */
+		if (!dlock_policy_may_change(&rows, row, now, 0))
+			break;
 		switch (dlock_row_lock(&rows, row, LockTupleShare))
 		{
 			case ROW_LOCKED:

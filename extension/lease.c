@@ -57,6 +57,7 @@ typedef struct AcquireArgs
 	int64		ttl_usecs;		/* the ttl, by dlock_arg_ttl */
 	pg_uuid_t  *owner;
 	text	   *holder;			/* NULL when not given */
+	DlockLeasePolicy policy;	/* lease_policy.c */
 } AcquireArgs;
 
 /* Outcome of one attempt */
@@ -98,6 +99,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	if (args->owner == NULL)
 		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
+	dlock_policy_args(fcinfo, args->ttl_usecs, &args->policy);
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -289,6 +291,18 @@ set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, Timestamp
 }
 
 /*
+ * Whether an acquire asks for no lease policy (lease_policy.c), the server's
+ * defaults included: only such a waiter can be handed a lease by a release,
+ * which knows nothing of its session or options.
+ */
+static bool
+policy_is_plain(const DlockLeasePolicy *policy)
+{
+	return !policy->session_bound && policy->max_hold_usecs == 0 &&
+		policy->min_hold_usecs == 0 && policy->lock_delay_usecs == 0;
+}
+
+/*
  * Count, audit and announce a new lease just written to row.
  */
 static void
@@ -366,6 +380,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
 	set_grant_system(row, tupdesc->natts);
+	dlock_policy_grant(rows, row, args->lock_name, &args->policy, now, NULL);
 	dlock_row_insert(rows, row);
 	return true;
 }
@@ -387,6 +402,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	DlockRow	row;
 	bool		new_lease = true;
 	bool		taken_over = false;
+	DlockPolicyView view;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
@@ -395,7 +411,6 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	for (;;)
 	{
 		TimestampTz now;
-		TimestampTz lease_until;
 		bool		has_owner;
 		bool		appeared;
 
@@ -424,23 +439,35 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		now = GetCurrentTimestamp();
 		has_owner = !row.nulls[Anum_owner_token - 1];
-		lease_until = row.nulls[Anum_lease_until - 1] ? 0 :
-			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
+
+		/*
+		 * Policies (lease_policy.c): whether the lease is live, and until
+		 * when the name is unavailable to a new owner (lease_until without
+		 * policies; later with a minimum hold or a lock delay; earlier for
+		 * a session-bound lease whose session ended).
+		 */
+		dlock_policy_view(&rows, &row, now, &view);
 		taken_over = has_owner;
-		if (has_owner && lease_until > now)
+		if (view.live)
 		{
 			pg_uuid_t  *holder_owner = DatumGetUUIDP(row.values[Anum_owner_token - 1]);
 
-			if (memcmp(holder_owner, args->owner, UUID_LEN) == 0)
+			if (memcmp(holder_owner, args->owner, UUID_LEN) == 0 && !view.hold_reached)
 				new_lease = false;	/* this owner retrying: same lease, same token */
 			else if (dlock_wait_abandoned(args->lock_name, row.xmin, holder_owner))
 				taken_over = false; /* handed to a waiter that never took it */
 			else
 			{
-				attempt->busy_until = lease_until;
+				attempt->busy_until = view.available_at;
 				dlock_rows_close(&rows);
 				return;
 			}
+		}
+		else if (view.available_at != 0)
+		{
+			attempt->busy_until = view.available_at;
+			dlock_rows_close(&rows);
+			return;
 		}
 
 		/* issue 14: a new lease also needs no live shared lease or permit */
@@ -473,7 +500,10 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		}
 
 		if (new_lease)
+		{
 			set_new_lease(&rows, &row, args, now, taken_over, holder_token);
+			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
+		}
 		else
 		{
 			row.values[Anum_renewals - 1] =
@@ -649,9 +679,13 @@ dlock_hand_off(text *lock_name)
 		TimestampTz busy_until;
 		int64		holder_token;
 		bool		allowed;
+		DlockPolicyView view;
 
-		allowed = dlock_holders_allow_exclusive(lock_name, now, &busy_until,
-												&holder_token) == EXCLUSIVE_ALLOWED;
+		/* not while a minimum hold keeps the name (lease_policy.c) */
+		dlock_policy_view(&rows, &row, now, &view);
+		allowed = !view.live && view.available_at == 0 &&
+			dlock_holders_allow_exclusive(lock_name, now, &busy_until,
+										  &holder_token) == EXCLUSIVE_ALLOWED;
 		if (allowed &&
 			dlock_wait_offer_head(lock_name,
 								  row_next_token(&rows, &row, holder_token,
@@ -667,6 +701,9 @@ dlock_hand_off(text *lock_name)
 			args.holder = to.holder_len < 0 ? NULL :
 				cstring_to_text_with_len(to.holder, to.holder_len);
 			set_new_lease(&rows, &row, &args, now, false, holder_token);
+			/* waiters with lease policies are not handed leases: none here */
+			memset(&args.policy, 0, sizeof(args.policy));
+			dlock_policy_grant(&rows, &row, lock_name, &args.policy, now, NULL);
 			dlock_row_update(&rows, &row);
 			dlock_require_durable_commit();
 			lease_granted(&args, &row, false);
@@ -728,8 +765,9 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		 * dlock_wait_turn says when it is our turn to attempt, or when a
 		 * release has handed us the lease.
 		 */
-		dlock_wait_prepare(args.lock_name, wait_usecs, args.owner, args.ttl_usecs,
-						   args.holder);
+		dlock_wait_prepare(args.lock_name, wait_usecs,
+						   policy_is_plain(&args.policy) ? args.owner : NULL,
+						   args.ttl_usecs, args.holder);
 		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
 		{
 			TransactionId offer = dlock_wait_offer();
@@ -803,6 +841,9 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 			DatumGetTimestampTz(row->values[Anum_lease_until - 1]) <= now ||
 			memcmp(DatumGetUUIDP(row->values[Anum_owner_token - 1]), owner, UUID_LEN) != 0)
 			break;
+		/* Policies (lease_policy.c): session ended, or max_hold reached */
+		if (!dlock_policy_may_change(&rows, row, now, ttl_usecs))
+			break;
 
 		switch (dlock_row_lock(&rows, row, LockTupleNoKeyExclusive))
 		{
@@ -815,6 +856,7 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 				continue;
 		}
 
+		dlock_policy_change(&rows, row, now, ttl_usecs);
 		if (ttl_usecs > 0)
 			row->values[Anum_renewals - 1] =
 				Int64GetDatum(DatumGetInt64(row->values[Anum_renewals - 1]) + 1);

@@ -63,8 +63,9 @@ dlock_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 #endif
-	RequestAddinShmemSpace(add_size(dlock_stats_shmem_size(),
-									dlock_wait_shmem_size()));
+	RequestAddinShmemSpace(add_size(add_size(dlock_stats_shmem_size(),
+											 dlock_wait_shmem_size()),
+									dlock_policy_shmem_size()));
 }
 
 /*
@@ -79,6 +80,7 @@ dlock_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	dlock_stats_shmem_init();
 	dlock_wait_shmem_init();
+	dlock_policy_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 	dlock_shmem_ready = true;
 }
@@ -125,6 +127,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	dlock_holds_init();
+	dlock_policy_init();
 
 	dlock_events_init();
 	dlock_expiry_worker_init();

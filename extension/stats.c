@@ -122,6 +122,7 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 			pg_atomic_write_u64(&stats_shared->counters[i], 0);
 		pg_atomic_write_u64(&stats_shared->reset_at, (uint64) GetCurrentTimestamp());
 	}
+	dlock_policy_stats_reset();
 	PG_RETURN_VOID();
 }
 

@@ -926,6 +926,17 @@ dlock_wait_pre_commit(void)
 			dlock_hand_off(pending[i].handoff_name);
 }
 
+/*
+ * Wake the head of the queue of the lock name of len bytes at once, outside
+ * any transaction (lease_policy.c: a session-bound holder's session ends).
+ */
+void
+dlock_wake_waiters_now(const char *name, int len)
+{
+	if (wait_shared != NULL)
+		wake_heads(name_hash(name, len));
+}
+
 static void
 wait_xact_callback(XactEvent event, void *arg)
 {

@@ -4,7 +4,7 @@
 # Usage: scripts/install-deps.sh [core|client|bench|ha|all]   (default: all)
 set -euo pipefail
 
-core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev)
+core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml)
 # spin checks the protocol model (model/); its verifiers are compiled with gcc
 model=(spin)
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)

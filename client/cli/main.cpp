@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "cli.hpp"
 #include "election_commands.hpp"
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
 
     // run
     run_args ra;
-    std::string ttl_text = "30s", wait_text, kill_after_text = "10s";
+    std::string ttl_text = "30s", wait_text, kill_after_text = "10s", max_hold_text, min_hold_text, lock_delay_text;
     bool no_wait = false;
     auto* run = app.add_subcommand("run", "Run COMMAND while holding the lock NAME");
     run->add_option("NAME", ra.names, "lock name; several names: all of them or none")->required();
@@ -198,6 +199,14 @@ int main(int argc, char** argv) {
     run->add_option("--holder", ra.holder, "text shown as holder in dlock status (default hostname:pid)");
     run->add_option("--kill-after", kill_after_text, "after a lost lease, SIGKILL this long after SIGTERM")
         ->capture_default_str();
+    run->add_flag("--session-bound", ra.session_bound,
+                  "the lease also ends at once if dlock's database session ends (dlock killed, connection lost)");
+    run->add_option("--max-hold", max_hold_text,
+                    "stop renewing after holding this long: the command is then stopped as for a lost lease");
+    run->add_option("--min-hold", min_hold_text,
+                    "if the command ends sooner, keep the lock from others until this long after the grant");
+    run->add_option("--lock-delay", lock_delay_text,
+                    "if the lease is lost (not released), nobody gets the lock for this long");
     run->add_option("-E,--conflict-exit-code", ra.conflict_exit_code, "exit status when busy (as flock -E)")
         ->capture_default_str()
         ->check(CLI::Range(0, 255));
@@ -215,6 +224,8 @@ Examples:
   dlock run --shared report:2026-09 -- ./read-report.sh   (readers; a plain run is the writer)
   dlock run --permits 2 --wait 10m export:tenant-42 -- ./export.sh
   dlock run item:7 item:42 -- ./transfer.sh   (both or none; tokens comma-separated)
+  dlock run --session-bound --ttl 5m --lock-delay 30s payments -- ./settle.sh
+  dlock run --min-hold 1m nightly-report -- ./report.sh   (no second run on a lagging node)
   dlock --wait-mode poll run --wait 5m jobs -- ./job.sh   (behind PgBouncer)
   */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
 
@@ -287,6 +298,13 @@ Examples:
             ra.ttl = parse_duration(ttl_text, "--ttl");
             if (!wait_text.empty()) ra.wait = parse_duration(wait_text, "--wait");
             ra.kill_after = parse_duration(kill_after_text, "--kill-after");
+            if (!max_hold_text.empty()) ra.max_hold = parse_duration(max_hold_text, "--max-hold");
+            if (!min_hold_text.empty()) ra.min_hold = parse_duration(min_hold_text, "--min-hold");
+            if (!lock_delay_text.empty()) ra.lock_delay = parse_duration(lock_delay_text, "--lock-delay");
+            for (const auto& [text, value, flag] :
+                 {std::tuple{&max_hold_text, ra.max_hold, "--max-hold"}, std::tuple{&min_hold_text, ra.min_hold, "--min-hold"},
+                  std::tuple{&lock_delay_text, ra.lock_delay, "--lock-delay"}})
+                if (!text->empty() && value.count() == 0) throw usage_error{std::string{flag} + " must be positive"};
             ra.command = command;
         }
     } catch (const CLI::ParseError& e) {

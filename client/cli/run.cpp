@@ -60,6 +60,10 @@ int run_under_lease(dlock::client& client, const run_args& args) {
     dlock::lease_options options;
     options.ttl = args.ttl;
     options.holder = args.holder;
+    options.session_bound = args.session_bound;
+    options.max_hold = args.max_hold;
+    options.min_hold = args.min_hold;
+    options.lock_delay = args.lock_delay;
     // one lease, or one per name of a set (all or none)
     std::vector<dlock::lease> leases;
     // callers that name one lock (dlock elect) set only args.name

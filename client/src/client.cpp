@@ -137,6 +137,7 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
     lease->keep_alive = opts.keep_alive;
     lease->renew_only_on_progress = opts.renew_only_on_progress;
     lease->on_lost = opts.on_lost;
+    lease->max_hold = opts.max_hold;
     {
         std::lock_guard<std::mutex> guard{lease->mutex};
         lease->next_renew = steady_clock::now() + lease->renew_every;
@@ -198,6 +199,10 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
     const std::string& lease_holder = opts.holder.empty() ? holder : opts.holder;
     const int attempts = std::max(1, options.retry.max_attempts);
     bool uncertain = false;
+    const bool policies = has_policies(opts);
+    if (policies && kind.what != lease_kind::mode::exclusive)
+        throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
+                                     "exclusive leases only");
 
     for (int attempt = 0; attempt < attempts; ++attempt) {
         if (attempt > 0) {
@@ -220,10 +225,20 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                 const auto left_ms = static_cast<long long>(left.count());
                 if (kind.what == lease_kind::mode::permit)
                     r = call(s, timeout, sql::acquire_permit, name, ttl_ms, left_ms, owner, lease_holder, kind.permits);
+                else if (kind.what == lease_kind::mode::shared)
+                    r = call(s, timeout, sql::acquire_shared, name, ttl_ms, left_ms, owner, lease_holder);
+                else if (policies)
+                    r = call(s, timeout, sql::acquire_policies, name, ttl_ms, left_ms, owner, lease_holder,
+                             opts.session_bound, static_cast<long long>(opts.max_hold.count()),
+                             static_cast<long long>(opts.min_hold.count()),
+                             static_cast<long long>(opts.lock_delay.count()));
                 else
-                    r = call(s, timeout,
-                             kind.what == lease_kind::mode::shared ? sql::acquire_shared : sql::acquire, name,
-                             ttl_ms, left_ms, owner, lease_holder);
+                    r = call(s, timeout, sql::acquire, name, ttl_ms, left_ms, owner, lease_holder);
+            } else if (policies && kind.what == lease_kind::mode::exclusive) {
+                r = call(s, options.call_timeout, sql::try_acquire_policies, name,
+                         static_cast<long long>(opts.ttl.count()), owner, lease_holder, opts.session_bound,
+                         static_cast<long long>(opts.max_hold.count()), static_cast<long long>(opts.min_hold.count()),
+                         static_cast<long long>(opts.lock_delay.count()));
             } else {
                 const auto ttl_ms = static_cast<long long>(opts.ttl.count());
                 if (kind.what == lease_kind::mode::permit)
@@ -251,6 +266,9 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
             lease->fencing_token = r[0][2].as<std::int64_t>();
             lease->lease_until = from_epoch(r[0][3].as<double>());
             lease->deadline = deadline_for(sent, received, r[0][4].as<double>(), opts.ttl);
+            lease->acquired = sent;
+            // The lease lives as long as this connection: it leaves the pool.
+            if (opts.session_bound) lease->bound_session = std::move(held->slot());
             ++stats.acquisitions;
             return lease;
         } catch (const connection_error&) {
@@ -427,6 +445,9 @@ std::string text_array(const std::vector<std::string>& names) {
 std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::string>& lock_names,
                                                       std::optional<std::chrono::milliseconds> wait,
                                                       const lease_options& options) {
+    if (internal::has_policies(options))
+        throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
+                                     "exclusive leases only, not to a set of locks");
     const std::string names = text_array(lock_names);
     const std::string set_label = lock_names.empty() ? std::string{} : lock_names.front();
     const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
@@ -493,8 +514,15 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
     const auto sent = steady_clock::now();
     pqxx::result r;
     try {
-        r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
-                            lease_holder);
+        if (internal::has_policies(options))
+            r = txn.exec_params(internal::sql::try_acquire_policies, name, static_cast<long long>(options.ttl.count()),
+                                owner, lease_holder, options.session_bound,
+                                static_cast<long long>(options.max_hold.count()),
+                                static_cast<long long>(options.min_hold.count()),
+                                static_cast<long long>(options.lock_delay.count()));
+        else
+            r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
+                                lease_holder);
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) ++m_core->stats.unknown_outcomes;
         internal::rethrow_mapped(name, owner);
@@ -523,6 +551,7 @@ lease client::adopt(const grant& granted, const lease_options& options) {
     state->fencing_token = granted.fencing_token;
     state->lease_until = granted.lease_until;
     state->deadline = granted.deadline;
+    state->acquired = granted.deadline - granted.ttl;
     lease_options opts = options;
     opts.ttl = granted.ttl;
     m_core->attach(state, opts);

@@ -28,6 +28,7 @@ const char* to_string(loss_reason value) noexcept {
     switch (value) {
     case loss_reason::refused: return "refused";
     case loss_reason::expired: return "expired";
+    case loss_reason::max_hold: return "max_hold";
     }
     return "?";
 }

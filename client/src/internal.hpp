@@ -40,6 +40,8 @@ namespace dlock::internal {
 namespace sql {
 extern const char* const try_acquire;
 extern const char* const acquire;
+extern const char* const try_acquire_policies;
+extern const char* const acquire_policies;
 extern const char* const renew;
 extern const char* const release;
 extern const char* const force_release;
@@ -57,6 +59,12 @@ struct lease_kind {
     enum class mode { exclusive, shared, permit } what = mode::exclusive;
     int permits = 0; ///< the semaphore's size, for mode::permit
 };
+
+/// True when the lease options ask for any lease policy (then the acquire
+/// statement names them; without, it is the statement of 1.1).
+[[nodiscard]] inline bool has_policies(const lease_options& o) noexcept {
+    return o.session_bound || o.max_hold.count() != 0 || o.min_hold.count() != 0 || o.lock_delay.count() != 0;
+}
 
 /// True for a notice saying a commit canceled its wait for synchronous
 /// replication: the COMMIT then reports success although it is only local.
@@ -165,6 +173,13 @@ struct lease_state {
     bool keep_alive = true;
     bool renew_only_on_progress = false;
     std::function<void(const lost_lease&)> on_lost;
+    /// lease_options::max_hold, and when the grant was requested (client clock):
+    /// a refused renewal after acquired + max_hold is the planned end.
+    std::chrono::milliseconds max_hold{0};
+    steady_clock::time_point acquired;
+    /// The connection a session-bound lease was granted on: kept open until the
+    /// lease is released (closing it ends the lease on the server).
+    std::unique_ptr<session> bound_session;
 
     mutable std::mutex mutex;
     mutable std::condition_variable changed;
@@ -182,6 +197,9 @@ struct lease_state {
     void mark_lost(loss_reason reason, bool wake_keep_alive) noexcept;
     /// Takes a confirmed renewal's lease_until and deadline.
     void renewed(const renewal& confirmed) noexcept;
+    /// A renewal was refused: lost, with loss_reason::max_hold when the lease
+    /// had been held for its max_hold by then.
+    void renewal_refused(bool wake_keep_alive) noexcept;
 };
 
 /// What a renewal came back with.

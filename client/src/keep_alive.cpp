@@ -59,7 +59,7 @@ void renew_one(lease_state& lease, std::unique_ptr<session>& conn, std::chrono::
     sh.backend_pid = conn ? conn->conn().backendpid() : 0;
     switch (r.result) {
     case outcome::done: lease.renewed(r); break;
-    case outcome::refused: lease.mark_lost(loss_reason::refused, true); break;
+    case outcome::refused: lease.renewal_refused(true); break;
     case outcome::unknown: {
         // Still held until its deadline: try again soon (the watcher reports it
         // lost when the deadline passes first).

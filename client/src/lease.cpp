@@ -19,6 +19,11 @@ void lease_state::mark_lost(loss_reason reason, bool wake_keep_alive) noexcept {
     if (wake_keep_alive) core->watcher.wake();
 }
 
+void lease_state::renewal_refused(bool wake_keep_alive) noexcept {
+    const bool held_to_limit = max_hold.count() > 0 && steady_clock::now() >= acquired + max_hold;
+    mark_lost(held_to_limit ? loss_reason::max_hold : loss_reason::refused, wake_keep_alive);
+}
+
 void lease_state::renewed(const renewal& confirmed) noexcept {
     std::lock_guard<std::mutex> guard{mutex};
     deadline = std::max(deadline, confirmed.deadline);
@@ -145,7 +150,7 @@ outcome lease::renew() {
     const internal::renewal r =
         internal::renew_lease(core, held->slot(), s.name, s.owner_token, s.ttl, core.options.call_timeout);
     if (r.result == outcome::done) s.renewed(r);
-    if (r.result == outcome::refused) s.mark_lost(loss_reason::refused, true);
+    if (r.result == outcome::refused) s.renewal_refused(true);
     return r.result;
 }
 
@@ -161,7 +166,9 @@ outcome lease::release() noexcept {
     state->changed.notify_all();
     // Waits for a renewal of it in flight, bounded by the renewal's own timeout.
     core.watcher.remove(state.get(), core.options.call_timeout);
-    return internal::release_lease(core, state->name, state->owner_token);
+    const outcome result = internal::release_lease(core, state->name, state->owner_token);
+    state->bound_session.reset(); // a session-bound lease ends with it in any case
+    return result;
 }
 
 grant lease::detach() noexcept {

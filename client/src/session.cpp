@@ -25,6 +25,20 @@ const char* const try_acquire = DLOCK_LEASE_COLUMNS
 const char* const acquire = DLOCK_LEASE_COLUMNS
     "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
     "$4::uuid, NULLIF($5::text, '')) l";
+// The same with the lease policies as named arguments (a duration of 0 is sent as NULL).
+const char* const try_acquire_policies = DLOCK_LEASE_COLUMNS
+    "FROM dlock.try_acquire($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, ''), "
+    "session_bound => $5::boolean, "
+    "max_hold => NULLIF($6::bigint, 0) * interval '1 millisecond', "
+    "min_hold => NULLIF($7::bigint, 0) * interval '1 millisecond', "
+    "lock_delay => NULLIF($8::bigint, 0) * interval '1 millisecond') l";
+const char* const acquire_policies = DLOCK_LEASE_COLUMNS
+    "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
+    "$4::uuid, NULLIF($5::text, ''), "
+    "session_bound => $6::boolean, "
+    "max_hold => NULLIF($7::bigint, 0) * interval '1 millisecond', "
+    "min_hold => NULLIF($8::bigint, 0) * interval '1 millisecond', "
+    "lock_delay => NULLIF($9::bigint, 0) * interval '1 millisecond') l";
 // lease_until, and the server-side wait before the renewal (as above).
 const char* const renew = "SELECT pg_catalog.date_part('epoch', r.lease_until), "
                           "pg_catalog.date_part('epoch', r.lease_until - $3::bigint * interval '1 millisecond' "

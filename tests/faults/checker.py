@@ -44,6 +44,10 @@ Scenario extras (scenario.json "checks"):
   election            the candidates' writes are checked as above; recovery is
                       failover (5); observers/*.jsonl and election.json are
                       checked (6)
+  session_takeover    session-bound leases: after a holder is SIGKILLed (its
+                      session ends), the lock is granted again before the
+                      killed lease would have expired (fault_start carries
+                      expires_in_ms, the lease's time left at the kill)
 
 Any operation that failed with an error the faults cannot explain (anything
 but lost connections, cancels, timeouts, a read-only server or serialization
@@ -408,6 +412,41 @@ def check_acquire_bound(ops, events, res, bound_ms, ttl_ms):
         res.flag("extra", "no acquire was refused while the row lock was held: the fault had no effect")
 
 
+# A kill is judged when its lease had at least this long left; the takeover
+# must come this much before that expiry (generous: a loaded machine).
+SESSION_JUDGE_MIN_MS = 400
+SESSION_MARGIN_MS = 150
+
+
+def check_session_takeover(ops, events, res):
+    acquired = sorted((o.complete, o.lock) for o in ops
+                      if o.op == "acquire" and o.result == "ok")
+    judged = 0
+    takeover_ms = []
+    for ev in events:
+        if ev.get("ev") != "fault_start" or ev.get("fault") != "sigkill":
+            continue
+        left = ev.get("expires_in_ms")
+        if left is None or left < SESSION_JUDGE_MIN_MS:
+            continue
+        judged += 1
+        lock = ev.get("lock")
+        i = bisect.bisect_left(acquired, (ev["t"], ""))
+        first = next((t for t, l in acquired[i:] if l == lock), None)
+        took = None if first is None else (first - ev["t"]) / MS
+        if took is None or took > left - SESSION_MARGIN_MS:
+            res.flag("extra", f"{lock}: after its holder {ev.get('worker')} was killed, the next "
+                              f"grant came {'never' if took is None else f'after {took:.0f} ms'}; "
+                              f"the lease had {left:.0f} ms left (session-bound: expected at once)")
+        else:
+            takeover_ms.append(took)
+    res.info["session_kills_judged"] = judged
+    res.info["session_takeover_ms"] = sorted(takeover_ms)
+    if judged == 0:
+        res.flag("extra", f"no holder was killed with at least {SESSION_JUDGE_MIN_MS} ms of its "
+                          f"lease left: the fault had no effect")
+
+
 def check_local_belief(ops, res):
     wrong = 0
     for op in ops:
@@ -503,6 +542,8 @@ def check_run(run_dir):
                             scenario.get("ttl_ms", 1000))
     if checks.get("local_belief"):
         check_local_belief(ops, res)
+    if checks.get("session_takeover"):
+        check_session_takeover(ops, events, res)
     if checks.get("converge"):
         check_converge(ops, res, scenario.get("ttl_ms", 1000), end_of_run)
 

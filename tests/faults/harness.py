@@ -248,7 +248,7 @@ class Run:
         self.current = self.primary  # the server the final state is read from
         self.helpers = []  # extra processes (proxies, pgbouncer)
         self.scratch = []  # extra directories under /tmp to remove
-        self.ttl_ms = harness.profile["ttl_ms"]
+        self.ttl_ms = scenario.get("ttl_ms", harness.profile["ttl_ms"])
         self.rng = random.Random(harness.seed * 1000 + zlib.crc32(scenario["name"].encode()) % 1000)
         self.t_end = None
 
@@ -384,6 +384,7 @@ pidfile = {d}/pgbouncer.pid
         prof = self.h.profile
         n = prof["workers"]
         self.duration_ms = prof["duration"] * 1000
+        self.worker_spawn = (conninfo, extra_args)
         for i in range(1, n + 1):
             wid = f"w{i}"
             args = [self.h.worker, "--id", wid, "--conninfo", conninfo,
@@ -405,6 +406,26 @@ pidfile = {d}/pgbouncer.pid
             self.workers[wid] = p
         self.t_start = time.monotonic()
         self.t_end = self.t_start + self.duration_ms / 1000.0
+
+    def respawn_worker(self, wid):
+        """A new worker process in place of a killed one, under a new id (its own
+        history file), for the rest of the run; same settings as start_workers."""
+        conninfo, extra_args = self.worker_spawn
+        n = sum(1 for w in self.workers if w.startswith(wid + "r"))
+        new_id = f"{wid}r{n + 1}"
+        args = [self.h.worker, "--id", new_id, "--conninfo", conninfo,
+                "--history", os.path.join(self.dir, "history", f"{new_id}.jsonl"),
+                "--locks", ",".join(LOCKS),
+                "--duration-ms", str(max(0, int(self.time_left() * 1000))),
+                "--ttl-ms", str(self.ttl_ms), "--seed", str(self.rng.randrange(1 << 30)),
+                "--fencing", "1" if self.sc.get("fencing", True) else "0", "--think-ms", "10"]
+        if self.h.force_pqxx or (self.sc.get("pqxx") and not self.h.client_everywhere):
+            args.append("--pqxx")
+        args += extra_args or []
+        self.workers[new_id] = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(self.dir, f"worker-{new_id}.log"), "w"))
+        return new_id
 
     def time_left(self):
         return self.t_end - time.monotonic()
@@ -611,6 +632,48 @@ def s_kill(run):
             run.current.psql_try(f"SELECT pg_terminate_backend({pid})")
             run.fault_end("pg_terminate_backend", None)
         run.sleep(run.rng.uniform(0.15, 0.4))
+
+
+def s_session_bound(run):
+    """14. Session-bound leases: holders are SIGKILLed (their session ends: the
+    lease must go at once, long before its ttl) or paused with SIGSTOP (their
+    session lives: the lease ends with its ttl and the late write is fenced)."""
+    run.start_primary()
+    bound = "1" if run.sc.get("session_bound", True) else "0"
+    run.start_workers(run.conninfo(), extra_args=["--session-bound", bound,
+                                                  "--hold-ms", str(run.ttl_ms // 2)])
+    run.sleep(1.0)
+    faults_done = 0
+    while run.time_left() > run.ttl_ms / 1000.0 + 1.5:
+        held = run.holders()
+        live = [(lock, wid) for lock, wid in sorted(held.items())
+                if wid in run.workers and run.workers[wid].poll() is None]
+        if not live:
+            run.sleep(0.05)
+            continue
+        lock, wid = run.rng.choice(live)
+        p = run.workers[wid]
+        if faults_done % 3 != 2:  # two kills, then a pause
+            left = run.current.psql_try(
+                "SELECT round(extract(epoch FROM expires_in) * 1000) FROM dlock.locks "
+                f"WHERE lock_name = '{lock}' AND holder = '{wid}' AND state = 'held'")
+            if not left:
+                continue
+            run.fault_start("sigkill", lock, worker=wid, expires_in_ms=float(left))
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            run.fault_end("sigkill", lock, worker=wid)
+            run.respawn_worker(wid)
+            run.sleep(0.5 * run.ttl_ms / 1000.0)
+        else:
+            pause = run.rng.uniform(1.5, 2.0) * run.ttl_ms / 1000.0
+            os.kill(p.pid, signal.SIGSTOP)
+            run.fault_start("sigstop", lock, worker=wid, seconds=round(pause, 2))
+            time.sleep(pause)
+            os.kill(p.pid, signal.SIGCONT)
+            run.fault_end("sigstop", lock, worker=wid)
+            run.sleep(0.5 * run.ttl_ms / 1000.0)
+        faults_done += 1
 
 
 def s_server_clock(run):
@@ -1082,6 +1145,10 @@ SCENARIOS = [
     {"name": "15-semaphore", "title": "semaphore of 2 permits: holders paused past the ttl, backends killed",
      "run": s_semaphore, "permits": 2, "checker": "semaphore",
      "checks": {"min_stale_refusals": 1}},
+    # ttl 2 s, so that a killed holder's lease has time left to judge by.
+    {"name": "16-session-bound", "title": "session-bound leases, holders SIGKILLed or paused",
+     "run": s_session_bound, "ttl_ms": 2000,
+     "checks": {"session_takeover": True}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
@@ -1102,6 +1169,11 @@ SCENARIOS = [
      "title": "negative control: semaphore, late writers, fencing off",
      "run": s_semaphore, "permits": 2, "checker": "semaphore", "fencing": False,
      "faults": False, "slow_prob": 0.4, "negative_control": True, "expect_violations": ["S"]},
+    {"name": "N7-not-session-bound",
+     "title": "negative control: holders SIGKILLed, leases not session-bound",
+     "run": s_session_bound, "ttl_ms": 2000, "session_bound": False,
+     "negative_control": True, "checks": {"session_takeover": True},
+     "expect_violations": ["extra"]},
 ]
 
 

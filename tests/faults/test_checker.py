@@ -273,6 +273,28 @@ class CheckerTest(unittest.TestCase):
         s = clean_history(checks={"min_unknown": 1}).check()
         self.assertOnly(s, "extra")
 
+    def test_session_takeover(self):
+        # The killed holder's lease had 1000 ms left: a grant 20 ms after the
+        # kill passes; one only after the lease would have expired is flagged.
+        h = clean_history(checks={"session_takeover": True})
+        h.acquire("w1", 40, 41, "L2", "k", 5)
+        h.events.append({"t": 50 * MS, "ev": "fault_start", "fault": "sigkill", "lock": "L2",
+                         "worker": "w1", "expires_in_ms": 1000})
+        h.events.append({"t": 51 * MS, "ev": "fault_end", "fault": "sigkill", "lock": "L2"})
+        h.acquire("w2", 60, 70, "L2", "n", 6)
+        s = h.check()
+        self.assertEqual(s["violations"], 0, s)
+        self.assertEqual(s["info"]["session_takeover_ms"], [20.0])
+        h = clean_history(checks={"session_takeover": True})
+        h.acquire("w1", 40, 41, "L2", "k", 5)
+        h.events.append({"t": 50 * MS, "ev": "fault_start", "fault": "sigkill", "lock": "L2",
+                         "worker": "w1", "expires_in_ms": 1000})
+        h.events.append({"t": 51 * MS, "ev": "fault_end", "fault": "sigkill", "lock": "L2"})
+        h.acquire("w2", 1040, 1060, "L2", "n", 6)
+        self.assertOnly(h.check(), "extra")
+        # a kill that never hit a lease with time left is a fault without effect
+        self.assertOnly(clean_history(checks={"session_takeover": True}).check(), "extra")
+
 
 
 def clean_election():

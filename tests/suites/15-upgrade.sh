@@ -71,19 +71,37 @@ from_db=dlock_upgrade_from_1_1
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
 in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.1'"
 held_1_1=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 hour', '$owner', 'upgrade-test')")
+# issue 16: the acquire functions are replaced in 1.2 (new named options);
+# grants made under 1.1 must carry over
+grantee=regress_upgrade_acquirer
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS $grantee" -c "CREATE ROLE $grantee"
+in_db $from_db <<SQL
+REVOKE EXECUTE ON FUNCTION dlock.try_acquire(text, interval, uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock.try_acquire(text, interval, uuid, text) TO $grantee;
+SQL
+# the 1.2 library on the 1.1 schema: old signatures, no policy columns
+before_update=$(in_db $from_db -c "SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('upgrade:before-update', '1 minute')")
+check "the new library serves a database still at 1.1 (try_acquire works)" test "$before_update" = t
 # dlock.stats_counters() of 1.1 has fewer columns than the library now fills
 stats_1_1=$(in_db $from_db -c "SELECT shared_memory AND acquisitions > 0 AND stats_reset IS NOT NULL FROM dlock.stats" 2>&1)
 check "dlock.stats of a database still at 1.1 works with the new library ($stats_1_1)" test "$stats_1_1" = t
 in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
 stats_1_2=$(in_db $from_db -c "SELECT events_sent >= 0 AND events_dropped >= 0 AND acquisitions > 0 AND stats_reset IS NOT NULL FROM dlock.stats" 2>&1)
 check "after the update dlock.stats has events_sent and events_dropped ($stats_1_2)" test "$stats_1_2" = t
+acl_kept=$(in_db $from_db -c "SELECT NOT has_function_privilege('public', 'dlock.try_acquire(text, interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE') AND has_function_privilege('$grantee', 'dlock.try_acquire(text, interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE')")
+check "grants on try_acquire made under 1.1 carry over to the 1.2 function" test "$acl_kept" = t
+acquire_public=$(in_db $from_db -c "SELECT has_function_privilege('public', 'dlock.acquire(text, interval, interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE')")
+check "acquire keeps its default grant to PUBLIC" test "$acquire_public" = t
+policy_on_old_row=$(in_db $from_db -c "SELECT dlock.release('upgrade:before-update', (SELECT owner_token FROM dlock.lock_owners WHERE lock_name = 'upgrade:before-update'))" \
+	-c "SELECT (dlock.try_acquire('upgrade:before-update', '1 minute', min_hold => '1 minute')).fencing_token IS NOT NULL" | tail -n 1)
+check "a row written under 1.1 takes a lease with a policy after the update" test "$policy_on_old_row" = t
 version_1_1=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
 check "ALTER EXTENSION pg_dlock UPDATE moves 1.1 to $current_version" test "$version_1_1" = "$current_version"
 renewed_1_1=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.1', '$owner', '1 hour') IS NOT NULL")
 check "a lease granted under 1.1 is still held after the update" test "$renewed_1_1" = t
 next_1_1=$(in_db $from_db -c "SELECT dlock.release('upgrade:held-1.1', '$owner')" -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 minute')" | tail -n 1)
 check "the next token of a lock used under 1.1 is above its last one" test "$next_1_1" -gt "$held_1_1"
-psql -X -q -d postgres -c "DROP DATABASE $from_db"
+psql -X -q -d postgres -c "DROP DATABASE $from_db" -c "DROP ROLE $grantee"
 
 # --- the regress suite on an updated database ----------------------------
 run_regress() {

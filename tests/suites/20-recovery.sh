@@ -80,6 +80,57 @@ echo "lowered synchronous_commit: last token before the crash $before_wrapped, n
 check "grants under a function SET or a later SET LOCAL synchronous_commit = off survive a crash" \
 	test "$after_wrapped" -gt "$before_wrapped"
 
+# --- 1c. session-bound leases held through a crash (issue 16) -------------
+# A holder session keeps a session-bound lease (ttl 1 hour) and stays
+# connected; a plain lease of 1 hour is the control. After the server comes
+# back, the session-bound lease is free at once (its session is gone) with
+# a higher token, while the plain lease is still held to its ttl.
+hold_session_bound() {
+	on "$primary_port" -c "SELECT dlock.try_acquire('$1', '1 hour', session_bound => true)" \
+		-c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
+	for _ in $(seq 1 100); do
+		[ "$(on "$primary_port" -c "SELECT count(*) FROM dlock.locks WHERE lock_name = '$1' AND state = 'held'")" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_for_server() {
+	for _ in $(seq 1 300); do
+		on "$primary_port" -c 'SELECT 1' >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+session_after_crash() {
+	local name=$1 before
+	before=$(on "$primary_port" -c "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$name'")
+	on "$primary_port" -c "SELECT fencing_token > $before FROM dlock.try_acquire('$name', '1 minute')"
+}
+hold_session_bound recovery:session-immediate
+plain_token=$(on "$primary_port" -c "SELECT fencing_token FROM dlock.try_acquire('recovery:plain', '1 hour')")
+refused_before=$(on "$primary_port" -c "SELECT dlock.try_acquire('recovery:session-immediate', '1 minute') IS NULL")
+check "a session-bound lease is held while its session lives (control)" test "$refused_before" = t
+before_session=$(on "$primary_port" -c "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'recovery:session-immediate'")
+"$cluster" crash "$primary_dir"
+"$cluster" restart "$primary_dir"
+wait
+higher=$(session_after_crash recovery:session-immediate)
+check "after a crash (immediate stop) a session-bound lease is free at once, with a higher token" test "$higher" = t
+plain_refused=$(on "$primary_port" -c "SELECT dlock.try_acquire('recovery:plain', '1 minute') IS NULL")
+check "a plain lease of 1 hour is still held after the same crash (control)" test "$plain_refused" = t
+echo "crash: session-bound lease (token $before_session) taken over with a higher token: $higher; plain lease (token $plain_token) still held: $plain_refused"
+
+# a backend killed with SIGKILL: the postmaster restarts every process and
+# reinitialises shared memory (crash restart, no server stop)
+hold_session_bound recovery:session-sigkill
+holder_pid=$(on "$primary_port" -c "SELECT session_pid FROM dlock.locks WHERE lock_name = 'recovery:session-sigkill'")
+kill -KILL "$holder_pid"
+wait
+wait_for_server
+higher_sigkill=$(session_after_crash recovery:session-sigkill)
+check "after a crash restart (holder's backend SIGKILLed) its session-bound lease is free at once, with a higher token" \
+	test "$higher_sigkill" = t
+
 # --- 2. pg_dump / pg_restore ----------------------------------------------
 on "$primary_port" -c "SELECT dlock.fence('recovery:resource', $after)" >/dev/null
 dump=$(mktemp)

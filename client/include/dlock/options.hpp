@@ -76,9 +76,12 @@ enum class loss_reason {
     refused, ///< a renewal was refused: the lease had expired or was taken over
     expired, ///< the local deadline passed without a confirmed renewal (renewals
              ///< whose outcome was unknown are retried until then)
+    max_hold, ///< a renewal was refused after lease_options::max_hold: the planned end of
+              ///< the lease (the server keeps it to the end of its current ttl, so nobody
+              ///< else holds the lock before then, but the holder must stop now)
 };
 
-/// "refused" or "expired".
+/// "refused", "expired" or "max_hold".
 [[nodiscard]] const char* to_string(loss_reason value) noexcept;
 
 /// What an on_lost callback is told.
@@ -106,6 +109,25 @@ struct lease_options {
     /// A UUID to use as owner token; empty = a fresh random one. Reusing the token
     /// of an uncertain acquire resolves it (the server's acquire is idempotent).
     std::string owner_token;
+
+    // Lease policies (README "Lease policies"). Zero durations are not sent (the
+    // server's settings apply); a lease without any policy uses the same SQL as 1.1.
+
+    /// The lease also ends when the database session that took it ends (this
+    /// process exits or its connection breaks): the lease keeps the connection
+    /// it was granted on open, and closes it after the release. Needs a direct
+    /// connection (or session pooling) and pg_dlock in shared_preload_libraries.
+    /// lease::detach() does not keep the connection: such a lease ends when the
+    /// lease object is destroyed.
+    bool session_bound = false;
+    /// Renewals are refused once the lease has been held this long; the
+    /// keep-alive then reports the lease lost with loss_reason::max_hold.
+    std::chrono::milliseconds max_hold{0};
+    /// A release before this long after the grant keeps the lock from others until then.
+    std::chrono::milliseconds min_hold{0};
+    /// After the lease is lost (expired, session ended, forced away), the lock is
+    /// not granted again for this long.
+    std::chrono::milliseconds lock_delay{0};
 };
 
 } // namespace dlock

@@ -26,7 +26,8 @@ class client_lock_api final : public lock_api {
 public:
     explicit client_lock_api(const lock_settings& settings)
         : m_client(client_settings(settings)),
-          m_txn_session(settings.conninfo, "faults-" + settings.worker_id + "-txn") {}
+          m_txn_session(settings.conninfo, "faults-" + settings.worker_id + "-txn"),
+          m_session_bound(settings.session_bound) {}
 
     op_result acquire(const std::string& lock_name, std::chrono::milliseconds ttl, const std::string& owner,
                       acquire_mode mode, std::chrono::milliseconds extra) override {
@@ -35,6 +36,7 @@ public:
         lo.ttl = ttl;
         lo.keep_alive = false;
         lo.owner_token = owner;
+        lo.session_bound = m_session_bound;
         op_result r;
         r.owner = owner;
         try {
@@ -157,6 +159,7 @@ private:
 
     dlock::client m_client;
     db_session m_txn_session;
+    bool m_session_bound;
     std::optional<dlock::lease> m_lease;
 };
 

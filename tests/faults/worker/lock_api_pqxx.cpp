@@ -37,8 +37,9 @@ public:
                 pqxx::work txn(conn);
                 rows =
                     txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, $2::interval, "
-                                    "NULLIF($3, '')::uuid, $4)",
-                                    lock_name, interval_ms(ttl), owner, m_settings.worker_id);
+                                    "NULLIF($3, '')::uuid, $4, session_bound => $5::boolean)",
+                                    lock_name, interval_ms(ttl), owner, m_settings.worker_id,
+                                    m_settings.session_bound);
                 std::this_thread::sleep_for(extra);
                 may_have_committed = true;
                 txn.commit();
@@ -48,12 +49,14 @@ public:
                 if (mode == acquire_mode::wait)
                     rows =
                         txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.acquire($1, $2::interval, "
-                                        "$3::interval, NULLIF($4, '')::uuid, $5)",
-                                        lock_name, interval_ms(ttl), interval_ms(extra), owner, m_settings.worker_id);
+                                        "$3::interval, NULLIF($4, '')::uuid, $5, session_bound => $6::boolean)",
+                                        lock_name, interval_ms(ttl), interval_ms(extra), owner, m_settings.worker_id,
+                                        m_settings.session_bound);
                 else
                     rows = txn.exec_params("SELECT fencing_token, owner_token::text FROM dlock.try_acquire($1, "
-                                           "$2::interval, NULLIF($3, '')::uuid, $4)",
-                                           lock_name, interval_ms(ttl), owner, m_settings.worker_id);
+                                           "$2::interval, NULLIF($3, '')::uuid, $4, session_bound => $5::boolean)",
+                                           lock_name, interval_ms(ttl), owner, m_settings.worker_id,
+                                           m_settings.session_bound);
             }
             if (rows.empty() || rows[0][0].is_null()) {
                 r.kind = result_kind::refused;

@@ -23,6 +23,8 @@
 //   --drift X              drift allowance of the local lease deadline
 //   --think-ms N           pause between iterations
 //   --hold-ms N            hold the lease a random 0..N ms before writing
+//   --session-bound 0|1    session-bound leases: they also end when the lock
+//                          connection's session ends (a killed worker's at once)
 //   --pqxx                 use libpqxx directly even when the client library is built
 //   --seed N
 #include <unistd.h>
@@ -72,6 +74,7 @@ struct options {
     long think_ms = 5;
     long hold_ms = 0;
     bool force_pqxx = false;
+    bool session_bound = false;
     unsigned long seed = 0;
 };
 
@@ -135,6 +138,8 @@ options parse(int argc, char** argv) {
             o.think_ms = std::stol(v);
         else if (k == "hold-ms")
             o.hold_ms = std::stol(v);
+        else if (k == "session-bound")
+            o.session_bound = v != "0";
         else if (k == "seed")
             o.seed = std::stoul(v);
         else
@@ -148,7 +153,7 @@ class worker {
 public:
     explicit worker(const options& o)
         : m_opt(o), m_history(o.history),
-          m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{50}}, o.force_pqxx)),
+          m_locks(faults::make_lock_api({o.conninfo, o.id, o.drift, milliseconds{50}, o.session_bound}, o.force_pqxx)),
           m_data(o.conninfo, "faults-" + o.id + "-data"), m_rng(o.seed ? o.seed : std::random_device{}()) {}
 
     void run() {
