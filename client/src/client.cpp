@@ -202,7 +202,8 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
     const bool policies = has_policies(opts);
     if (policies && kind.what != lease_kind::mode::exclusive)
         throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
-                                     "exclusive leases only");
+                                     "exclusive leases only",
+                                     name);
 
     for (int attempt = 0; attempt < attempts; ++attempt) {
         if (attempt > 0) {
@@ -447,7 +448,8 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
                                                       const lease_options& options) {
     if (internal::has_policies(options))
         throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
-                                     "exclusive leases only, not to a set of locks");
+                                     "exclusive leases only, not to a set of locks",
+                                     lock_names.empty() ? std::string{} : lock_names.front());
     const std::string names = text_array(lock_names);
     const std::string set_label = lock_names.empty() ? std::string{} : lock_names.front();
     const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
