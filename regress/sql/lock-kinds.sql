@@ -45,6 +45,9 @@ SELECT lock_name, state, kind, holders FROM dlock.locks WHERE lock_name = 'repor
 -- refused: a reader while the writer is live
 SELECT * FROM dlock.try_acquire_shared('report:2026-09', '1 minute',
                                        '00000000-0000-0000-0000-0000000000a3', 'reader-3');
+-- ... also when it waits: 55P03 once the wait runs out
+SELECT * FROM dlock.acquire_shared('report:2026-09', '1 minute', '50 milliseconds',
+                                   '00000000-0000-0000-0000-0000000000a3', 'reader-3');
 SELECT dlock.release('report:2026-09', '00000000-0000-0000-0000-0000000000b1') AS writer_released;
 -- a reader after the writer: its token is above the writer's
 SELECT fencing_token > (SELECT fencing_seq FROM dlock.distributed_lock WHERE lock_name = 'report:2026-09')
@@ -90,6 +93,8 @@ SELECT lock_name, owner_token, fencing_token > 0 AS has_token
 -- refused: both permits held
 SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute',
                                        '00000000-0000-0000-0000-0000000000c3', 'export-3');
+SELECT * FROM dlock.acquire_permit('export:tenant-42', 2, '1 minute', '50 milliseconds',
+                                   '00000000-0000-0000-0000-0000000000c3', 'export-3');
 BEGIN;
 SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute');
 SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid_after_refused_permit;
