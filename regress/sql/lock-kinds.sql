@@ -124,6 +124,15 @@ SELECT dlock.assert_holds('export:tenant-42', fencing_token) FROM dlock.lock_hol
  WHERE lock_name = 'export:tenant-42' AND holder = 'export-4';
 -- refused: assert_holds with a token that is no live permit
 SELECT dlock.assert_holds('export:tenant-42', 1);
+-- shrinking ends no permit: nobody is admitted until fewer than the new size are live
+SELECT dlock.resize_semaphore('export:tenant-42', 2) AS live_permits;
+SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute');
+SELECT count(*) AS live FROM dlock.lock_holders WHERE lock_name = 'export:tenant-42';
+SELECT dlock.release('export:tenant-42', '00000000-0000-0000-0000-0000000000c2') AS released,
+       dlock.release('export:tenant-42', '00000000-0000-0000-0000-0000000000c3') AS released;
+SELECT owner_token FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute',
+                                                 '00000000-0000-0000-0000-0000000000c5', 'export-5');
+SELECT count(*) AS live, max(permits) AS permits FROM dlock.lock_holders WHERE lock_name = 'export:tenant-42';
 
 -- tokens of one semaphore keep growing across many grants (new blocks too),
 -- and an exclusive grant in between moves the next permit above it
