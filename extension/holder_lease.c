@@ -176,6 +176,7 @@ typedef struct HolderProbe
 	TimestampTz first_expiry;	/* earliest lease_until of a live holder */
 	bool		any_live;
 	bool		any_expired;	/* an expired holder still owns its slot */
+	bool		any_slot;		/* the name has slot rows at all */
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
 } HolderProbe;
 
@@ -186,6 +187,7 @@ probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 	bool		isnull;
 	TimestampTz until;
 
+	probe->any_slot = true;
 	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
 	if (isnull)
 		return;
@@ -257,7 +259,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 	/* without the executor: this runs on every exclusive grant */
 	probe.now = GetCurrentTimestamp();
 	probe.first_expiry = 0;
-	probe.any_live = probe.any_expired = false;
+	probe.any_live = probe.any_expired = probe.any_slot = false;
 	probe.counter = 0;
 	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
 	if (probe.any_live)
@@ -265,7 +267,9 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 		*busy_until = probe.first_expiry;
 		return EXCLUSIVE_BUSY;
 	}
-	scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
+	/* a counter row is only made with a slot, and slots are never deleted */
+	if (probe.any_slot)
+		scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
 	*holder_token = probe.counter;
 	if (probe.any_expired)
 	{

@@ -45,6 +45,9 @@ SELECT lock_name, state, kind, holders FROM dlock.locks WHERE lock_name = 'repor
 -- refused: a reader while the writer is live
 SELECT * FROM dlock.try_acquire_shared('report:2026-09', '1 minute',
                                        '00000000-0000-0000-0000-0000000000a3', 'reader-3');
+-- ... also when it waits: 55P03 once the wait runs out
+SELECT * FROM dlock.acquire_shared('report:2026-09', '1 minute', '50 milliseconds',
+                                   '00000000-0000-0000-0000-0000000000a3', 'reader-3');
 SELECT dlock.release('report:2026-09', '00000000-0000-0000-0000-0000000000b1') AS writer_released;
 -- a reader after the writer: its token is above the writer's
 SELECT fencing_token > (SELECT fencing_seq FROM dlock.distributed_lock WHERE lock_name = 'report:2026-09')
@@ -90,6 +93,8 @@ SELECT lock_name, owner_token, fencing_token > 0 AS has_token
 -- refused: both permits held
 SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute',
                                        '00000000-0000-0000-0000-0000000000c3', 'export-3');
+SELECT * FROM dlock.acquire_permit('export:tenant-42', 2, '1 minute', '50 milliseconds',
+                                   '00000000-0000-0000-0000-0000000000c3', 'export-3');
 BEGIN;
 SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute');
 SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid_after_refused_permit;
@@ -119,6 +124,15 @@ SELECT dlock.assert_holds('export:tenant-42', fencing_token) FROM dlock.lock_hol
  WHERE lock_name = 'export:tenant-42' AND holder = 'export-4';
 -- refused: assert_holds with a token that is no live permit
 SELECT dlock.assert_holds('export:tenant-42', 1);
+-- shrinking ends no permit: nobody is admitted until fewer than the new size are live
+SELECT dlock.resize_semaphore('export:tenant-42', 2) AS live_permits;
+SELECT * FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute');
+SELECT count(*) AS live FROM dlock.lock_holders WHERE lock_name = 'export:tenant-42';
+SELECT dlock.release('export:tenant-42', '00000000-0000-0000-0000-0000000000c2') AS released,
+       dlock.release('export:tenant-42', '00000000-0000-0000-0000-0000000000c3') AS released;
+SELECT owner_token FROM dlock.try_acquire_permit('export:tenant-42', 2, '1 minute',
+                                                 '00000000-0000-0000-0000-0000000000c5', 'export-5');
+SELECT count(*) AS live, max(permits) AS permits FROM dlock.lock_holders WHERE lock_name = 'export:tenant-42';
 
 -- tokens of one semaphore keep growing across many grants (new blocks too),
 -- and an exclusive grant in between moves the next permit above it
