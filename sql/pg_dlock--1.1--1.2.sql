@@ -159,52 +159,8 @@ CREATE VIEW dlock.lock_holders AS
 COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never shows owner tokens';
 GRANT SELECT ON dlock.lock_holders TO PUBLIC;
 
-/* dlock.locks gains each name's kind and number of live holders (columns at the end) */
-CREATE OR REPLACE VIEW dlock.locks AS
-	SELECT l.lock_name,
-		   CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > n.now THEN 'held'
-				WHEN h.live > 0 THEN 'held'
-				WHEN l.owner_token IS NULL THEN 'free'
-				ELSE 'expired' END AS state,
-		   l.holder,
-		   l.fencing_seq AS fencing_token,
-		   l.acquired_at,
-		   CASE WHEN l.owner_token IS NOT NULL THEN n.now - l.acquired_at END AS held_for,
-		   l.lease_until,
-		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until - n.now END AS expires_in,
-		   l.renewals,
-		   l.acquisitions,
-		   l.takeovers,
-		   l.updated_at AS last_change,
-		   CASE WHEN h.live > 0 THEN h.kind ELSE 'exclusive' END AS kind,
-		   CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > n.now THEN 1
-				ELSE COALESCE(h.live, 0) END::integer AS holders
-	  FROM dlock.distributed_lock l
-		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
-		   LEFT JOIN LATERAL (
-			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) FILTER (WHERE hh.owner_token IS NOT NULL
-																   AND hh.lease_until > n.now)
-					  WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = l.lock_name) h ON true
-	UNION ALL
-	SELECT c.lock_name,
-		   CASE WHEN h.live > 0 THEN 'held' ELSE 'free' END,
-		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		   h.last_change,
-		   h.kind,
-		   h.live::integer
-	  FROM dlock.holder_counter c
-		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
-		   CROSS JOIN LATERAL (
-			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
-					pg_catalog.max(hh.updated_at) AS last_change
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
-	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
-COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind and number of live holders; never shows owner tokens';
+/* dlock.locks gains each name's kind and number of live holders: see the
+   issue 16 section, which defines the view once with the policy state too */
 
 -- Issue 15: leader election and lock events
 
@@ -370,9 +326,9 @@ CREATE OR REPLACE VIEW dlock.stats AS
 			 WHERE s.live) AS longest_hold
 	  FROM dlock.stats_counters() c, dlock.policy_counters() p;
 
--- dlock.locks as issue 14 left it (kind, holders), with the policy state
--- of each exclusive lease appended; names with only shared leases or permits
--- have no policy state.
+-- dlock.locks gains each name's kind and number of live holders (issue 14;
+-- names with only shared leases or permits come from dlock.holder_counter)
+-- and the policy state of each exclusive lease (none for the other kinds).
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
