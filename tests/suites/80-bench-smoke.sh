@@ -53,7 +53,8 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-systems=(dlock-sql sql-lease advisory advisory-xact redis floor-select1 floor-update floor-update-async)
+systems=(dlock-sql sql-lease advisory advisory-xact redis floor-select1 floor-update floor-update-async floor-update-pair
+	floor-handoff-durable)
 # The C++ client library is part of the repository: the driver must have it.
 [ -f "$root/client/include/dlock/client.hpp" ] && systems=(dlock-sql dlock-cpp "${systems[@]:1}")
 
