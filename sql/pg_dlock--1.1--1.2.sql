@@ -323,8 +323,19 @@ CREATE OR REPLACE VIEW dlock.stats AS
 				   LATERAL dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,
 													l.session_id, l.hold_limit, l.min_hold_until,
 													l.lock_delay, l.not_before) s
-			 WHERE s.live) AS longest_hold
-	  FROM dlock.stats_counters() c, dlock.policy_counters() p;
+			 WHERE s.live) AS longest_hold,
+		   k.shared_acquisitions, k.shared_busy,
+		   k.permit_acquisitions, k.permit_busy,
+		   k.multi_acquisitions, k.multi_busy
+	  FROM dlock.stats_counters() c, dlock.policy_counters() p,
+		   -- the lock kinds' counters (issue 14), one column per kind and counter
+		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'shared') AS shared_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'shared') AS shared_busy,
+						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'permit') AS permit_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'permit') AS permit_busy,
+						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'multi') AS multi_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'multi') AS multi_busy
+					  FROM dlock.kind_stats() ks) k;
 
 -- dlock.locks gains each name's kind and number of live holders (issue 14;
 -- names with only shared leases or permits come from dlock.holder_counter)

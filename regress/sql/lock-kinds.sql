@@ -222,5 +222,13 @@ SELECT count(*) AS rows_for_x FROM dlock.locks WHERE lock_name IN ('x', 'a', 'b'
 -- (without preloading the counters stay zero: then only the rows are checked)
 SELECT kind, NOT s.shm OR acquisitions > 0 AS granted, NOT s.shm OR busy > 0 AS refused
   FROM dlock.stats_by_kind, (SELECT shared_memory AS shm FROM dlock.stats) s ORDER BY kind;
+-- dlock.stats carries the same per-kind counters as columns
+SELECT k.kind, k.acquisitions = CASE k.kind WHEN 'shared' THEN s.shared_acquisitions
+                                            WHEN 'permit' THEN s.permit_acquisitions
+                                            WHEN 'multi' THEN s.multi_acquisitions END AS same_acquisitions,
+       k.busy = CASE k.kind WHEN 'shared' THEN s.shared_busy
+                            WHEN 'permit' THEN s.permit_busy
+                            WHEN 'multi' THEN s.multi_busy END AS same_busy
+  FROM dlock.stats_by_kind k, dlock.stats s WHERE k.kind <> 'exclusive' ORDER BY k.kind;
 SELECT column_name FROM information_schema.columns
  WHERE table_schema = 'dlock' AND table_name = 'lock_holders' ORDER BY ordinal_position;
