@@ -410,64 +410,47 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	dlock_rows_open(&rows);
 	for (;;)
 	{
-		TimestampTz now;
-		bool		has_owner;
+		TimestampTz now = 0;
+		bool		found;
 		bool		appeared;
 
 		new_lease = true;
-		if (!dlock_row_read(&rows, args->lock_name, &row))
+		found = dlock_row_read(&rows, args->lock_name, &row);
+		if (found)
 		{
-			/* issue 14: no live shared lease or permit either (holder_lease.c) */
-			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
-												  &attempt->busy_until, &holder_token))
+			bool		has_owner = !row.nulls[Anum_owner_token - 1];
+
+			now = GetCurrentTimestamp();
+
+			/*
+			 * Policies (lease_policy.c): whether the lease is live, and until
+			 * when the name is unavailable to a new owner (lease_until
+			 * without policies; later with a minimum hold or a lock delay;
+			 * earlier for a session-bound lease whose session ended).
+			 */
+			dlock_policy_view(&rows, &row, now, &view);
+			taken_over = has_owner;
+			if (view.live)
 			{
-				case EXCLUSIVE_ALLOWED:
-					break;
-				case EXCLUSIVE_RETRY:
-					continue;
-				case EXCLUSIVE_BUSY:
+				pg_uuid_t  *holder_owner = DatumGetUUIDP(row.values[Anum_owner_token - 1]);
+
+				if (memcmp(holder_owner, args->owner, UUID_LEN) == 0 && !view.hold_reached)
+					new_lease = false;	/* this owner retrying: same lease, same token */
+				else if (dlock_wait_abandoned(args->lock_name, row.xmin, holder_owner))
+					taken_over = false; /* handed to a waiter that never took it */
+				else
+				{
+					attempt->busy_until = view.available_at;
 					dlock_rows_close(&rows);
 					return;
+				}
 			}
-			if (grant_new_name(&rows, args, deadline, holder_token, &row, &appeared))
-				break;
-			if (appeared)
-				continue;
-			dlock_rows_close(&rows);
-			return;
-		}
-
-		now = GetCurrentTimestamp();
-		has_owner = !row.nulls[Anum_owner_token - 1];
-
-		/*
-		 * Policies (lease_policy.c): whether the lease is live, and until
-		 * when the name is unavailable to a new owner (lease_until without
-		 * policies; later with a minimum hold or a lock delay; earlier for
-		 * a session-bound lease whose session ended).
-		 */
-		dlock_policy_view(&rows, &row, now, &view);
-		taken_over = has_owner;
-		if (view.live)
-		{
-			pg_uuid_t  *holder_owner = DatumGetUUIDP(row.values[Anum_owner_token - 1]);
-
-			if (memcmp(holder_owner, args->owner, UUID_LEN) == 0 && !view.hold_reached)
-				new_lease = false;	/* this owner retrying: same lease, same token */
-			else if (dlock_wait_abandoned(args->lock_name, row.xmin, holder_owner))
-				taken_over = false; /* handed to a waiter that never took it */
-			else
+			else if (view.available_at != 0)
 			{
 				attempt->busy_until = view.available_at;
 				dlock_rows_close(&rows);
 				return;
 			}
-		}
-		else if (view.available_at != 0)
-		{
-			attempt->busy_until = view.available_at;
-			dlock_rows_close(&rows);
-			return;
 		}
 
 		/* issue 14: a new lease also needs no live shared lease or permit */
@@ -484,6 +467,16 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 					dlock_rows_close(&rows);
 					return;
 			}
+		}
+
+		if (!found)
+		{
+			if (grant_new_name(&rows, args, deadline, holder_token, &row, &appeared))
+				break;
+			if (appeared)
+				continue;
+			dlock_rows_close(&rows);
+			return;
 		}
 
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
