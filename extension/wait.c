@@ -464,8 +464,7 @@ dlock_wait_queued_ahead(text *lock_name)
 	{
 		Waiter	   *w = &wait_shared->waiters[i];
 
-		if (w != me && w->dbid == MyDatabaseId && w->hash == hash && w->name_len == len &&
-			memcmp(w->name, name, len) == 0)
+		if (w != me && waits_for(w, hash, name, len))
 			ahead = true;
 	}
 	SpinLockRelease(&q->mutex);
