@@ -834,16 +834,6 @@ try_acquire_holder(FunctionCallInfo fcinfo, char kind)
 	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
 }
 
-static int64
-usecs_since(instr_time started)
-{
-	instr_time	elapsed;
-
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, started);
-	return INSTR_TIME_GET_MICROSEC(elapsed);
-}
-
 /*
  * acquire_shared and acquire_permit: wait in the name's queue (wait.c), as
  * dlock.acquire does, without holding a row lock or transaction ID between
@@ -880,9 +870,9 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 			attempt_holder(&args, tupdesc, cxt, deadline, &attempt);
 			if (attempt.acquired)
 				break;
-			waited_usecs = usecs_since(started);
+			waited_usecs = dlock_usecs_since(started);
 		}
-		dlock_wait_finish(attempt.acquired, 0, usecs_since(started), InvalidTransactionId);
+		dlock_wait_finish(attempt.acquired, 0, dlock_usecs_since(started), InvalidTransactionId);
 	}
 	PG_FINALLY();
 	{

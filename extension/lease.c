@@ -568,19 +568,6 @@ dlock_try_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
- * Microseconds since started.
- */
-static int64
-usecs_since(instr_time started)
-{
-	instr_time	elapsed;
-
-	INSTR_TIME_SET_CURRENT(elapsed);
-	INSTR_TIME_SUBTRACT(elapsed, started);
-	return INSTR_TIME_GET_MICROSEC(elapsed);
-}
-
-/*
  * lease_until of a lease tuple (dlock.lease's fourth column).
  */
 static TimestampTz
@@ -786,11 +773,11 @@ dlock_acquire(PG_FUNCTION_ARGS)
 				handed_by = dlock_wait_offer();
 				break;
 			}
-			waited_usecs = usecs_since(started);
+			waited_usecs = dlock_usecs_since(started);
 		}
 		dlock_wait_finish(attempt.acquired,
 						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
-						  usecs_since(started), handed_by);
+						  dlock_usecs_since(started), handed_by);
 	}
 	PG_FINALLY();
 	{

@@ -17,6 +17,7 @@
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/lockoptions.h"
+#include "portability/instr_time.h"
 #include "storage/lock.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
@@ -202,6 +203,7 @@ typedef struct DlockHandoff
 extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
 							   int64 ttl_usecs, text *holder);
 extern bool dlock_wait_queued_ahead(text *lock_name);
+extern int64 dlock_usecs_since(instr_time started);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
 extern TransactionId dlock_wait_offer(void);
 extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);

@@ -442,6 +442,20 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 }
 
 /*
+ * Microseconds since started: how long an acquire has waited so far (the
+ * wait statistics and what is left of its wait).
+ */
+int64
+dlock_usecs_since(instr_time started)
+{
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, started);
+	return INSTR_TIME_GET_MICROSEC(elapsed);
+}
+
+/*
  * Issue 14 hook (writer preference, holder_lease.c): is another caller
  * queued for lock_name ahead of this backend? True when this backend is not
  * the head of the name's queue and someone else waits for the name.
