@@ -855,8 +855,7 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 	tupdesc = holder_tupdesc(fcinfo);
 
 	INSTR_TIME_SET_CURRENT(started);
-	deadline = GetCurrentTimestamp();
-	deadline = wait_usecs > PG_INT64_MAX - deadline ? PG_INT64_MAX : deadline + wait_usecs;
+	deadline = dlock_wait_deadline(wait_usecs);
 	attempt.acquired = false;
 	attempt.busy_until = 0;
 

@@ -730,8 +730,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	tupdesc = lease_tupdesc(fcinfo);
 
 	INSTR_TIME_SET_CURRENT(started);
-	deadline = GetCurrentTimestamp();
-	deadline = wait_usecs > PG_INT64_MAX - deadline ? PG_INT64_MAX : deadline + wait_usecs;
+	deadline = dlock_wait_deadline(wait_usecs);
 	attempt.acquired = false;
 	attempt.busy_until = 0;
 

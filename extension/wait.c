@@ -442,6 +442,18 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 }
 
 /*
+ * When a wait of wait_usecs that starts now ends (the far future for a
+ * wait too long to add).
+ */
+TimestampTz
+dlock_wait_deadline(int64 wait_usecs)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	return wait_usecs > PG_INT64_MAX - now ? PG_INT64_MAX : now + wait_usecs;
+}
+
+/*
  * Microseconds since started: how long an acquire has waited so far (the
  * wait statistics and what is left of its wait).
  */
