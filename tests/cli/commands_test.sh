@@ -22,7 +22,7 @@ expect_status "renew with the owner token: exits 0" 0 $?
 left=$(q "SELECT extract(epoch FROM expires_in)::int FROM dlock.locks WHERE lock_name = '$name'")
 check "renew: the lease now runs about 2 minutes ($left s)" $(( left > 100 ? 0 : 1 ))
 out=$("$DLOCK" renew "$name" --owner-token "$DLOCK_OWNER_TOKEN" --json)
-echo "$out" | grep -q "\"owner_token\": \"$DLOCK_OWNER_TOKEN\", \"lease_until\": \""
+grep -q "\"owner_token\": \"$DLOCK_OWNER_TOKEN\", \"lease_until\": \"" <<<"$out"
 check "renew --json: prints the lease" $?
 "$DLOCK" renew "$name" --owner-token 00000000-0000-4000-8000-000000000000 2>/dev/null
 expect_status "renew with another owner token: not held (1)" 1 $?
@@ -58,7 +58,7 @@ q "GRANT USAGE ON SCHEMA dlock TO regress_dlock_app"
 err=$("$DLOCK" --dsn "user=regress_dlock_app" force-release "$name" --reason nope 2>&1)
 status=$?
 expect_status "force-release without the grant: dlock failure (125)" 125 $status
-echo "$err" | grep -q "^dlock: permission denied"
+grep -q "^dlock: permission denied" <<<"$err"
 check "force-release without the grant: shows the server's message, not library text" $?
 
 # --- usage errors (64) name the flag -----------------------------------------
@@ -115,10 +115,10 @@ for cmd in "" run status acquire renew release force-release; do
 	# shellcheck disable=SC2086
 	out=$("$DLOCK" $cmd --help 2>&1)
 	status=$?
-	[ $status -eq 0 ] && echo "$out" | grep -q "Example"
+	[ $status -eq 0 ] && grep -q "Example" <<<"$out"
 	check "help: dlock $cmd --help exits 0 with examples" $?
 done
-"$DLOCK" --help | grep -q "^  124 "
+grep -q "^  124 " <<<"$("$DLOCK" --help)"
 check "help: documents the exit statuses" $?
-"$DLOCK" --version | grep -q "^dlock 1\."
+grep -q "^dlock 1\." <<<"$("$DLOCK" --version)"
 check "version: dlock --version" $?

@@ -125,15 +125,15 @@ name=$(unique status)
 runner=$!
 wait_for is_held "$name"
 out=$("$DLOCK" status "$name")
-echo "$out" | grep -q "cli-test-holder" && echo "$out" | grep -q " held "
+grep -q "cli-test-holder" <<<"$out" && grep -q " held " <<<"$out"
 check "status: shows the holder of an active run" $?
-echo "$out" | head -n 1 | grep -q "^NAME  *STATE  *HOLDER  *TOKEN  *HELD FOR  *EXPIRES IN"
+grep -q "^NAME  *STATE  *HOLDER  *TOKEN  *HELD FOR  *EXPIRES IN" <<<"${out%%$'\n'*}"
 check "status: has a header of aligned columns" $?
 out=$("$DLOCK" status --prefix "${name%-*}" --json)
-echo "$out" | grep -q "\"lock_name\": \"$name\", \"state\": \"held\", \"holder\": \"cli-test-holder\""
+grep -q "\"lock_name\": \"$name\", \"state\": \"held\", \"holder\": \"cli-test-holder\"" <<<"$out"
 check "status --prefix --json: lists the active run" $?
 out=$("$DLOCK" status)
-echo "$out" | grep -q "^$name "
+grep -q "^$name " <<<"$out"
 check "status: the default table lists the active run" $?
 kill -TERM $runner
 wait $runner 2>/dev/null
@@ -220,13 +220,13 @@ sleep 3
 # --- issue 14: lock kinds from the command line --------------------------------
 name=$(unique kinds-shared)
 out=$("$DLOCK" run --shared "$name" -- sh -c "\"$DLOCK\" run --shared \"$name\" -- true; echo reader=\$?; \"$DLOCK\" run \"$name\" -- true; echo writer=\$?" 2>/dev/null)
-check "run --shared: a second reader runs alongside ($out)" $(echo "$out" | grep -qx reader=0; echo $?)
-check "run --shared: a writer is busy while a reader runs ($out)" $(echo "$out" | grep -qx writer=75; echo $?)
+check "run --shared: a second reader runs alongside ($out)" $(grep -qx reader=0 <<<"$out"; echo $?)
+check "run --shared: a writer is busy while a reader runs ($out)" $(grep -qx writer=75 <<<"$out"; echo $?)
 check "run --shared: released after COMMAND exits" $([ "$(state_of "$name")" = free ]; echo $?)
 name=$(unique kinds-permits)
 out=$("$DLOCK" run --permits 2 "$name" -- sh -c "\"$DLOCK\" run --permits 2 \"$name\" -- sh -c '\"$DLOCK\" run --permits 2 \"$name\" -- true; echo third=\$?'; echo second=\$?" 2>/dev/null)
-check "run --permits 2: the second permit runs ($out)" $(echo "$out" | grep -qx second=0; echo $?)
-check "run --permits 2: the third is busy ($out)" $(echo "$out" | grep -qx third=75; echo $?)
+check "run --permits 2: the second permit runs ($out)" $(grep -qx second=0 <<<"$out"; echo $?)
+check "run --permits 2: the third is busy ($out)" $(grep -qx third=75 <<<"$out"; echo $?)
 a=$(unique kinds-item-a)
 b=$(unique kinds-item-b)
 out=$("$DLOCK" run "$b" "$a" -- sh -c 'echo "$DLOCK_LOCK_NAME;$DLOCK_FENCING_TOKEN"' 2>/dev/null)
@@ -234,10 +234,10 @@ sorted=$(printf '%s\n%s\n' "$a" "$b" | LC_ALL=C sort | paste -sd,)
 check "run NAME NAME: both names, in name order, a token each ($out)" \
 	$([[ $out == "$sorted;"* ]] && [[ ${out#*;} =~ ^[0-9]+,[0-9]+$ ]]; echo $?)
 out=$("$DLOCK" run "$a" -- sh -c "\"$DLOCK\" run \"$b\" \"$a\" -- true; echo set=\$?; \"$DLOCK\" status --json \"$b\"" 2>/dev/null)
-check "run NAME NAME: busy when one name is held ($out)" $(echo "$out" | grep -qx set=75; echo $?)
+check "run NAME NAME: busy when one name is held ($out)" $(grep -qx set=75 <<<"$out"; echo $?)
 check "run NAME NAME: ... and took neither" $([ "$(state_of "$b")" = free ]; echo $?)
 "$DLOCK" run --shared "$a" "$b" -- true 2>/dev/null
 expect_status "run --shared with several names: usage error" 64 $?
 name=$(unique kinds-status)
 out=$("$DLOCK" run --shared "$name" -- "$DLOCK" status "$name" 2>/dev/null)
-check "status: shows the kind and the number of holders ($out)" $(echo "$out" | grep -qE "^$name +held .* shared +1$"; echo $?)
+check "status: shows the kind and the number of holders ($out)" $(grep -qE "^$name +held .* shared +1$" <<<"$out"; echo $?)
