@@ -606,8 +606,11 @@ def s_delay(run):
 
 
 def slow_workers(run):
+    # Worker 1 pauses before every write, so each quick run has late writes
+    # for the fencing to refuse (min_stale_refusals); with 0.15 for all, a
+    # short run could draw none and fail.
     slow = str(2 * run.ttl_ms)
-    return lambda i: (["--slow-prob", "0.15", "--slow-ms", slow,
+    return lambda i: (["--slow-prob", "1" if i == 1 else "0.15", "--slow-ms", slow,
                        "--slow-where", "inside" if i % 2 == 0 else "before"])
 
 
