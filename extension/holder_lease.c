@@ -7,8 +7,9 @@
  * Storage. Each such lease is a row of dlock.lock_holder, a "slot" of its
  * name: owner token, lease_until and fencing token, exactly as an exclusive
  * lease is the name's row in dlock.distributed_lock. A grant updates one
- * free or expired slot row and nothing else, so readers of one name write
- * different rows and never queue behind each other on a hot row. A
+ * free or expired slot row (and, the first after an exclusive grant, the
+ * name's row: "Exclusion between kinds" below), so readers of one name write
+ * different rows and do not queue behind each other on a hot row. A
  * semaphore of N permits uses slots 1..N; a shared lock uses as many slots
  * as it has had readers at once. Slots are reused, never deleted.
  *
@@ -735,7 +736,11 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
  * transaction's row lock reached deadline (0: waits as an UPDATE would);
  * then it holds no row lock. After a true return the caller decides on the
  * committed state as before; the row lock it now holds (only when the mark
- * had to be cleared) keeps exclusive grants out until it commits.
+ * had to be cleared) keeps exclusive grants out until it commits. That
+ * decision does not refuse: a marked row means no holder of the name is
+ * live or pinned (the exclusive grant that checked freed the expired ones),
+ * and holders arriving meanwhile wait for this row lock, so a free slot is
+ * there; a refused attempt therefore still holds nothing.
  */
 static bool
 clear_exclusive_only(text *lock_name, TimestampTz deadline, TimestampTz *busy_until)
