@@ -7,8 +7,9 @@
  * Storage. Each such lease is a row of dlock.lock_holder, a "slot" of its
  * name: owner token, lease_until and fencing token, exactly as an exclusive
  * lease is the name's row in dlock.distributed_lock. A grant updates one
- * free or expired slot row and nothing else, so readers of one name write
- * different rows and never queue behind each other on a hot row. A
+ * free or expired slot row (and, the first after an exclusive grant, the
+ * name's row: "Exclusion between kinds" below), so readers of one name write
+ * different rows and do not queue behind each other on a hot row. A
  * semaphore of N permits uses slots 1..N; a shared lock uses as many slots
  * as it has had readers at once. Slots are reused, never deleted.
  *
@@ -26,13 +27,35 @@
  * of the name, and a holder's token is above every earlier exclusive token.
  *
  * Exclusion between kinds. Grants of holder leases take the name's kind
- * lock (catalog.c) in ShareLock, exclusive grants in ExclusiveLock, kept to
- * the end of the granting transaction; each decides only once it holds the
- * lock, on the committed state. So a reader and a writer never both see the
- * other's lock free: whichever commits second saw the first. A refused
- * attempt gives the kind lock back, takes no row lock and no transaction ID
- * (free slots are locked FOR UPDATE SKIP LOCKED only once the grant is
- * decided).
+ * lock (catalog.c) in ShareLock, exclusive grants that check for holders in
+ * ExclusiveLock, kept to the end of the granting transaction; each decides
+ * only once it holds the lock, on the committed state. So a reader and a
+ * writer never both see the other's lock free: whichever commits second saw
+ * the first. A refused attempt gives the kind lock back, takes no row lock
+ * and no transaction ID (free slots are locked FOR UPDATE SKIP LOCKED only
+ * once the grant is decided).
+ *
+ * Most names never have holders, and an exclusive grant need not pay for
+ * the check (issue 13). The name's row in dlock.distributed_lock carries a
+ * mark, exclusive_only: set by an exclusive grant that checked (or skipped
+ * the check because the mark was set), cleared by a holder grant before it
+ * grants. An exclusive grant whose row, as read, carries the mark takes no
+ * kind lock and reads no slot; it then locks that very row version
+ * (lock_row.c), or reads again. A holder grant clears the mark by updating
+ * the newest version under the row lock, taken the same way, and first
+ * decides on that version that no exclusive lease is live. The two row
+ * locks conflict, so one of them comes first:
+ *  - the exclusive grant first: the holder grant waits for its transaction
+ *    and decides again on what it committed (a live lease: refused);
+ *  - the holder grant first: the exclusive grant finds the version it read
+ *    locked or replaced, reads again after that transaction, sees the mark
+ *    cleared and checks under the kind lock, as above.
+ * The mark is only set under the kind lock held exclusively or on a row
+ * whose mark is already set, and while it stays set no holder has been
+ * granted, so skipping is exact: no holder lease can be live and every
+ * holder token lies below the row's token. A name without a row has no
+ * mark: its first exclusive grant always checks. A row written by 1.1 or by
+ * anything that does not know the column has the mark clear.
  *
  * Writer preference. A holder grant is refused while an acquirer is queued
  * for the name (wait.c) ahead of the caller, so a stream of readers cannot
@@ -706,6 +729,65 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 }
 
 /*
+ * Before a holder grant of lock_name: clear the exclusive_only mark of the
+ * name's row (the caller holds the kind lock in ShareLock), deciding on the
+ * newest version that no exclusive lease is live. Returns false when one
+ * is, with *busy_until its expiry, or when the wait for another
+ * transaction's row lock reached deadline (0: waits as an UPDATE would);
+ * then it holds no row lock. After a true return the caller decides on the
+ * committed state as before; the row lock it now holds (only when the mark
+ * had to be cleared) keeps exclusive grants out until it commits. That
+ * decision does not refuse: a marked row means no holder of the name is
+ * live or pinned (the exclusive grant that checked freed the expired ones),
+ * and holders arriving meanwhile wait for this row lock, so a free slot is
+ * there; a refused attempt therefore still holds nothing.
+ */
+static bool
+clear_exclusive_only(text *lock_name, TimestampTz deadline, TimestampTz *busy_until)
+{
+	DlockRows	rows;
+	DlockRow	row;
+	bool		cleared = false;
+	bool		refused = false;
+
+	dlock_rows_open(&rows);
+	while (!cleared && !refused &&
+		   dlock_row_read(&rows, lock_name, &row) &&
+		   dlock_row_exclusive_only(&rows, &row))
+	{
+		TimestampTz until = row.nulls[Anum_lease_until - 1] ? 0 :
+			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
+
+		/* the rule grant_holder applies to the exclusive lease */
+		if (!row.nulls[Anum_owner_token - 1] && until > GetCurrentTimestamp())
+		{
+			*busy_until = until;
+			refused = true;
+			break;
+		}
+		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
+		{
+			case ROW_LOCKED:
+				dlock_row_set_exclusive_only(&rows, &row, false);
+				dlock_row_update(&rows, &row);
+				cleared = true;
+				break;
+			case ROW_CHANGED:
+				break;
+			case ROW_BLOCKED:
+				if (!dlock_row_wait(&rows, &row, deadline))
+				{
+					*busy_until = 0;
+					refused = true;
+				}
+				break;
+		}
+	}
+	dlock_rows_close(&rows);
+	return !refused;
+}
+
+/*
  * One attempt to grant a shared lease or permit; waits for the kind lock up
  * to deadline (0: as long as a row lock would). A refusal holds nothing.
  */
@@ -727,7 +809,8 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		return;
 
 	/* writer preference: nobody queued for the name goes after us */
-	if (!dlock_wait_queued_ahead(args->lock_name))
+	if (!dlock_wait_queued_ahead(args->lock_name) &&
+		clear_exclusive_only(args->lock_name, deadline, &attempt->busy_until))
 	{
 		DlockOwnerScope scope;
 

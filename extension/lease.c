@@ -266,7 +266,9 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timelin
 /*
  * Set the columns of a new lease granted now to args->owner on an existing
  * row: the next token, a generation up when the history differs. taken_over
- * says whether it replaces a lease that expired without release.
+ * says whether it replaces a lease that expired without release. The caller
+ * made sure no shared lease or permit is live (issue 14; the row's
+ * exclusive_only mark, issue 13), so the row keeps or gets the mark.
  */
 static void
 set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
@@ -287,6 +289,7 @@ set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, Timestamp
 			Int64GetDatum(DatumGetInt64(row->values[Anum_takeovers - 1]) + 1);
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->nulls[Anum_acquired_at - 1] = false;
+	dlock_row_set_exclusive_only(rows, row, true);
 	set_owner(row, args, now);
 }
 
@@ -380,6 +383,8 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
 	set_grant_system(row, tupdesc->natts);
+	/* the caller checked dlock.lock_holder (issue 13: exclusive_only) */
+	dlock_row_set_exclusive_only(rows, row, true);
 	dlock_policy_grant(rows, row, args->lock_name, &args->policy, now, NULL);
 	dlock_row_insert(rows, row);
 	return true;
@@ -453,8 +458,13 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 			}
 		}
 
-		/* issue 14: a new lease also needs no live shared lease or permit */
-		if (new_lease)
+		/*
+		 * issue 14: a new lease also needs no live shared lease or permit;
+		 * issue 13: unless the row, once locked as read, says the name has
+		 * had none since an exclusive grant last checked (holder_lease.c,
+		 * "Exclusion between kinds").
+		 */
+		if (new_lease && !(found && dlock_row_exclusive_only(&rows, &row)))
 		{
 			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
 												  &attempt->busy_until, &holder_token))
@@ -650,7 +660,9 @@ dlock_hand_off(text *lock_name)
 	 * The newest version is this transaction's own release, whose row lock
 	 * it holds: nobody else can have changed it. A name with shared leases
 	 * or permits (holder_lease.c) is handed over only when none is live and
-	 * its kind lock is free now; its token goes above theirs.
+	 * its kind lock is free now; its token goes above theirs. The check is
+	 * skipped when the row is marked exclusive_only: a holder grant clears
+	 * the mark under the row lock this transaction holds, so none can have.
 	 */
 	if (dlock_row_read(&rows, lock_name, &row) &&
 		row.nulls[Anum_owner_token - 1] &&
@@ -663,9 +675,11 @@ dlock_hand_off(text *lock_name)
 
 		/* not while a minimum hold keeps the name (lease_policy.c) */
 		dlock_policy_view(&rows, &row, now, &view);
+		holder_token = 0;
 		allowed = !view.live && view.available_at == 0 &&
-			dlock_holders_allow_exclusive(lock_name, now, &busy_until,
-										  &holder_token) == EXCLUSIVE_ALLOWED;
+			(dlock_row_exclusive_only(&rows, &row) ||
+			 dlock_holders_allow_exclusive(lock_name, now, &busy_until,
+										   &holder_token) == EXCLUSIVE_ALLOWED);
 		if (allowed &&
 			dlock_wait_offer_head(lock_name,
 								  row_next_token(&rows, &row, holder_token,

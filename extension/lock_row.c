@@ -52,12 +52,32 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "pg_dlock.h"
+
+/*
+ * The attribute number of the exclusive_only column (added by 1.2, found by
+ * name so that its position does not matter), looked up once per catalog
+ * generation; InvalidAttrNumber in a database still at 1.1.
+ */
+static AttrNumber
+exclusive_only_attnum(DlockRows *rows)
+{
+	static uint32 cached_generation = 0;
+	static AttrNumber cached_attnum = InvalidAttrNumber;
+
+	if (cached_generation != rows->generation || cached_generation == 0)
+	{
+		cached_attnum = get_attnum(RelationGetRelid(rows->rel), "exclusive_only");
+		cached_generation = rows->generation;
+	}
+	return cached_attnum;
+}
 
 /*
  * Open the lock table and its primary key for reading and writing rows.
@@ -77,6 +97,7 @@ dlock_rows_open(DlockRows *rows)
 	rows->generation = cat->generation;
 	rows->index = index_open(cat->lock_index, RowExclusiveLock);
 	rows->natts = RelationGetDescr(rows->rel)->natts;
+	rows->exclusive_only_att = exclusive_only_attnum(rows);
 }
 
 /*
@@ -481,4 +502,34 @@ dlock_token_floor(void)
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	return floor;
+}
+
+/*
+ * Whether row says that the name has had no shared lease or permit since an
+ * exclusive grant last checked dlock.lock_holder (holder_lease.c, "Exclusion
+ * between kinds"). False when the column is missing (1.1) or NULL: then the
+ * grant checks.
+ */
+bool
+dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row)
+{
+	AttrNumber	att = rows->exclusive_only_att;
+
+	return att != InvalidAttrNumber && !row->nulls[att - 1] &&
+		DatumGetBool(row->values[att - 1]);
+}
+
+/*
+ * Set the exclusive_only mark of row (when the table has the column), for
+ * the next dlock_row_update or dlock_row_insert.
+ */
+void
+dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value)
+{
+	AttrNumber	att = rows->exclusive_only_att;
+
+	if (att == InvalidAttrNumber)
+		return;
+	row->values[att - 1] = BoolGetDatum(value);
+	row->nulls[att - 1] = false;
 }

@@ -154,6 +154,7 @@ typedef struct DlockRows
 	Relation	index;
 	int			natts;
 	uint32		generation;		/* of the catalog the relations came from */
+	AttrNumber	exclusive_only_att; /* issue 13; InvalidAttrNumber before 1.2 */
 } DlockRows;
 
 typedef struct DlockRow
@@ -180,6 +181,8 @@ extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
 extern void dlock_row_update(DlockRows *rows, DlockRow *row);
 extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
 extern int64 dlock_token_floor(void);
+extern bool dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row);
+extern void dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value);
 
 /* token.c */
 extern int32 dlock_token_timeline(void);

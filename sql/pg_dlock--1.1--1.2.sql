@@ -8,6 +8,17 @@
 
 -- Issue 13: fast path (handoff to the head waiter)
 
+-- An exclusive grant skips the lock kinds' check of dlock.lock_holder (and
+-- the name's kind lock) while the row says the name has had no shared lease
+-- or permit since the last exclusive grant that made that check
+-- (holder_lease.c, "Exclusion between kinds"). A shared or permit grant
+-- clears the mark under the row's lock before it grants. Rows written by
+-- 1.1 start false, so their first exclusive grant after the update checks;
+-- the default adds the column without rewriting the table.
+ALTER TABLE dlock.distributed_lock
+	ADD COLUMN exclusive_only boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN dlock.distributed_lock.exclusive_only IS 'no shared lease or permit of this name since its last exclusive grant checked for them: the next exclusive grant need not check again';
+
 -- Issue 14: lock kinds (shared, permits, multi-lock)
 
 /*

@@ -99,8 +99,20 @@ version_1_1=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extna
 check "ALTER EXTENSION pg_dlock UPDATE moves 1.1 to $current_version" test "$version_1_1" = "$current_version"
 renewed_1_1=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.1', '$owner', '1 hour') IS NOT NULL")
 check "a lease granted under 1.1 is still held after the update" test "$renewed_1_1" = t
+# issue 13: a 1.1 row is not marked exclusive_only, so its next exclusive
+# grant checks for shared leases and permits (and marks it)
+mark_1_1=$(in_db $from_db -c "SELECT exclusive_only FROM dlock.distributed_lock WHERE lock_name = 'upgrade:held-1.1'")
+check "a row written under 1.1 is not marked exclusive_only after the update" test "$mark_1_1" = f
 next_1_1=$(in_db $from_db -c "SELECT dlock.release('upgrade:held-1.1', '$owner')" -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 minute')" | tail -n 1)
 check "the next token of a lock used under 1.1 is above its last one" test "$next_1_1" -gt "$held_1_1"
+mark_1_1=$(in_db $from_db -c "SELECT exclusive_only FROM dlock.distributed_lock WHERE lock_name = 'upgrade:held-1.1'")
+check "an exclusive grant on a row written under 1.1 marks it exclusive_only" test "$mark_1_1" = t
+shared_1_1=$(in_db $from_db -c "SELECT dlock.release('upgrade:held-1.1', owner_token) FROM dlock.lock_owners WHERE lock_name = 'upgrade:held-1.1'" \
+	-c "SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:held-1.1', '1 minute')" | tail -n 1)
+check "a shared lease on that row is granted above its exclusive token" test "${shared_1_1:-0}" -gt "$next_1_1"
+after_shared_1_1=$(in_db $from_db -c "SELECT exclusive_only FROM dlock.distributed_lock WHERE lock_name = 'upgrade:held-1.1'" \
+	-c "SELECT (dlock.try_acquire('upgrade:held-1.1', '1 minute')).owner_token IS NULL")
+check "the shared lease clears the mark and keeps the writer out" test "$(echo $after_shared_1_1)" = "f t"
 psql -X -q -d postgres -c "DROP DATABASE $from_db" -c "DROP ROLE $grantee"
 
 # --- the regress suite on an updated database ----------------------------
