@@ -352,9 +352,13 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	}
 	else
 	{
+		Datum		holder = spi_value(0, 2, &isnull);
+
 		dlock_allow_async_release(had_xid);
 		dlock_wake_waiters(lock_name);
 		dlock_count(STAT_RELEASES, 1);
+		dlock_event("release", lock_name, *token,
+					isnull ? NULL : DatumGetTextPP(holder), now);
 	}
 	return true;
 }
@@ -725,6 +729,7 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	attempt->acquired = true;
 	dlock_require_durable_commit();
 	dlock_count(args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS, 1);
+	dlock_event("acquire", args->lock_name, token, args->holder, now + args->ttl_usecs);
 	return true;
 }
 

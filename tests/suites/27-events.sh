@@ -98,6 +98,32 @@ check "renew and a retried acquire send nothing; release, acquire, takeover, for
 check "a refused release sends nothing" \
 	test "$(events_of "$scratch/events" release events:payload | wc -l)" -eq 1
 
+# --- shared leases and semaphore permits: each grant and release is an event
+# with that holder's token; a renewal sends nothing
+reader=00000000-0000-0000-0000-0000000000e2
+tokens=($(psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
+SELECT fencing_token FROM dlock.try_acquire_shared('events:shared', '1 minute', '$owner', 'reader a');
+SELECT fencing_token FROM dlock.try_acquire_shared('events:shared', '1 minute', '$reader', 'reader b');
+SELECT dlock.renew('events:shared', '$reader', '1 minute') IS NOT NULL \\g /dev/null
+SELECT dlock.release('events:shared', '$owner') \\g /dev/null
+SELECT dlock.release('events:shared', '$owner') \\g /dev/null
+SELECT fencing_token FROM dlock.try_acquire_permit('events:permit', 2, '1 minute', '$owner', 'permit a');
+SELECT dlock.release('events:permit', '$owner') \\g /dev/null
+SQL
+))
+event_barrier "$scratch/events"
+kind_events() {
+	events_of "$scratch/events" '*' "$1" | sed 's/^[^ ]* //' | python3 -c '
+import json, sys
+print(" ".join("%s:%s:%d" % (e["event"], e["holder"], e["fencing_token"]) for e in map(json.loads, sys.stdin)))'
+}
+got=$(kind_events events:shared)
+check "shared leases: two grants, a renewal (nothing), a release and a refused one (nothing), with their tokens (got: $got)" \
+	test "$got" = "acquire:reader a:${tokens[0]:-} acquire:reader b:${tokens[1]:-} release:reader a:${tokens[0]:-}"
+got=$(kind_events events:permit)
+check "a semaphore permit: its grant and its release (got: $got)" \
+	test "$got" = "acquire:permit a:${tokens[2]:-} release:permit a:${tokens[2]:-}"
+
 # --- a long holder description is cut to 1024 bytes, on a character boundary
 sql "SELECT fencing_token FROM dlock.try_acquire('events:long-holder', '1 minute', holder => repeat('€', 500))" >/dev/null
 wait_for_event "$scratch/events" acquire events:long-holder
