@@ -806,7 +806,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("could not acquire lock \"%s\" within " INT64_FORMAT " ms",
 						text_to_cstring(args.lock_name), wait_usecs / 1000),
-				 errdetail("Another owner held a live lease for the whole wait.")));
+				 errdetail("The lock stayed taken for the whole wait: by another owner's live lease, an expired lease still pinned by dlock.holds(), a lock delay, or callers waiting ahead.")));
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
 }
