@@ -255,6 +255,16 @@ std::vector<target> targets(const results& r, const std::string& sys) {
                      "fenced write vs ttl",
                      quotient(r.get("7", sys, 2, "failover_max_ms"), r.get("7", sys, 2, "failover_ttl_ms")), 1.1,
                      false, "×", "ms ÷ ms"});
+        // the ratios kinds_case.cpp computed in the run
+        t.push_back({"Case 8: shared pairs/s, 8 clients on one name, vs exclusive on 8 distinct names",
+                     r.get("8", "target", 8, "shared_1_name_vs_exclusive_8_names (>=0.8)"), 0.8, true, "×",
+                     "pairs/s ÷ pairs/s"});
+        t.push_back({"Case 8: semaphore of 4 permits, 8 clients, vs exclusive on 4 distinct names",
+                     r.get("8", "target", 8, "permit_4_vs_exclusive_4_names (>=0.5)"), 0.5, true, "×",
+                     "pairs/s ÷ pairs/s"});
+        t.push_back({"Case 8: multi-lock of 4 names, mean acquire+release latency at 1 client, vs one exclusive name",
+                     r.get("8", "target", 1, "multi_4_vs_single_latency (<=1.5)"), 1.5, false, "×",
+                     "µs ÷ µs (1 ÷ pairs/s)"});
     }
     return t;
 }
@@ -719,6 +729,27 @@ int write_report(const report_paths& paths) {
            << "| leadership failover after SIGKILL (ttl " << num(r.get("7", reference, 2, "failover_ttl_ms"))
            << " ms) | p50 " << num(r.get("7", reference, 2, "failover_p50_ms")) << " ms, max "
            << num(r.get("7", reference, 2, "failover_max_ms")) << " ms |\n\n";
+    }
+
+    // Case 8.
+    if (r.data.count("8")) {
+        md << "## Case 8: lock kinds\n\n"
+           << "Acquire+release pairs per second (`try_acquire_shared`, `try_acquire_permit`, `try_acquire_all` and "
+              "their releases) against exclusive leases and peers; the multi-lock row is the p50 of a whole pair "
+              "at one client.\n\n"
+           << "| system | clients | pairs/s | pair p50 µs |\n|---|---:|---:|---:|\n";
+        for (const char* sys : {"dlock-exclusive-8-names", "dlock-shared-1-name", "dlock-shared-8-names",
+                                "advisory-shared-1-key", "dlock-exclusive-4-names", "dlock-permit-4", "sql-semaphore-4",
+                                "dlock-exclusive-1-name", "dlock-multi-4-names"}) {
+            for (long c : {1L, 8L}) {
+                const double rate = r.get("8", sys, c, "pairs_per_s");
+                if (std::isnan(rate)) continue;
+                const double p50 = r.get("8", sys, c, "pair_p50_us");
+                md << "| " << sys << " | " << c << " | " << num(rate) << " | " << (std::isnan(p50) ? "–" : num(p50))
+                   << " |\n";
+            }
+        }
+        md << "\n";
     }
 
     if (!r.notes.empty()) {
