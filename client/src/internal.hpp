@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -33,10 +34,10 @@
 namespace dlock::internal {
 
 /// SQL of the library's calls, with placeholders $1..$9. On the library's own
-/// connections they run through call() (one simple query, the values quoted),
-/// in a caller's transaction as unnamed statements (exec_params): nothing is
-/// prepared by name and nothing is set for the session, so the library works
-/// through PgBouncer in transaction pooling.
+/// connections they run through call(): prepared by name on a direct
+/// connection, one self-contained simple query (the values quoted) behind a
+/// transaction pooler; in a caller's transaction as unnamed statements
+/// (exec_params), which work through PgBouncer in transaction pooling.
 namespace sql {
 extern const char* const try_acquire;
 extern const char* const acquire;
@@ -89,10 +90,22 @@ private:
                                                     std::chrono::milliseconds network_timeout);
 
 /// One of the library's own connections.
+///
+/// How it sends calls follows client_options::pooling. Without a transaction
+/// pooler it keeps state: the library's statements are prepared by name, and
+/// statement_timeout and client_connection_check_interval are session settings,
+/// sent again only when the timeout changes or the server process behind the
+/// connection changed (libpqxx may reconnect). With pooling::detect the first
+/// call finds out, in the same statement that makes the settings: they are
+/// made only when pg_backend_pid() is the process id libpq got at connect,
+/// which a pooler in between does not pass on (PgBouncer makes up its own), so
+/// behind a pooler nothing is left in a server session that another client
+/// may get next.
 class session {
 public:
     /// Connects with bounded_connection_string; throws connection_error.
-    session(const std::string& connection_string, std::chrono::milliseconds network_timeout);
+    session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
+            dlock::pooling pooling);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -105,35 +118,54 @@ public:
     /// used again; closes the connection when even that fails.
     void roll_back() noexcept;
 
+    /// Makes statement_timeout `timeout` and client_connection_check_interval
+    /// one second for the session, if it keeps state and they are not already
+    /// (one round trip when they change). False when the session sends every
+    /// call self-contained instead (a transaction pooler, also one detected now).
+    [[nodiscard]] bool settle(std::chrono::milliseconds timeout);
+    /// The name `statement` (one of sql::) is prepared under on this
+    /// connection; libpqxx registers it with the server on its first use.
+    [[nodiscard]] const std::string& prepared(const char* statement);
+
 private:
     std::unique_ptr<pqxx::connection> m_conn;
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
+    dlock::pooling m_pooling;
+    int m_settled_pid = 0;            // server process the settings were made on, 0 when none
+    long long m_statement_timeout = 0; // the session's statement_timeout there, ms
+    std::unordered_map<const char*, std::string> m_prepared;
 };
 
-/// The text of one call: `statement` with its placeholders $1, $2, ... replaced
-/// by the values in `literals`, each already quoted by the connection
-/// (PQescapeLiteral), after a SELECT that sets statement_timeout and
+/// The text of one self-contained call: `statement` with its placeholders $1,
+/// $2, ... replaced by the values in `literals`, each already quoted by the
+/// connection (PQescapeLiteral), after a SELECT that sets statement_timeout and
 /// client_connection_check_interval for the transaction (set_config with
 /// is_local, as SET LOCAL) -- one simple query. See call().
 [[nodiscard]] std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
                                     const std::vector<std::string>& literals);
 
-/// Runs one statement of the library as a transaction of its own on s, with
-/// every setting local to that transaction (a pooler may give the next
-/// transaction another server connection), in one round trip: a simple query
-/// that sets statement_timeout and client_connection_check_interval local to
-/// the transaction, then runs the statement; the server runs both as one
-/// implicit transaction and commits it at its end. The statement's values go in as literals quoted by the
-/// connection (PQescapeLiteral), as the extended protocol cannot carry several
-/// statements. Throws what libpqxx throws (the caller maps it), after rolling
-/// back what a failure may have left open.
+/// Runs one statement of the library as a transaction of its own on s, bounded
+/// by statement_timeout `timeout` and client_connection_check_interval, in one
+/// round trip (two when the session's settings change, see session::settle).
+/// On a session that keeps state, the statement runs prepared by name. Else
+/// (a transaction pooler may give the next transaction another server
+/// connection) every setting is local to the call's transaction: one simple
+/// query sets them and then runs the statement, and the server runs both as
+/// one implicit transaction and commits it at its end; the values go in as
+/// literals quoted by the connection (PQescapeLiteral), as the extended
+/// protocol cannot carry several statements. Throws what libpqxx throws (the
+/// caller maps it), after rolling back what a failure may have left open.
 template <typename... Args>
 pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
     s.notices().reset();
-    pqxx::nontransaction tx{s.conn()};
     try {
         // A server-side wait ends soon after the client went away, instead of
         // taking the lock for nobody (client_connection_check_interval).
+        if (s.settle(timeout)) {
+            pqxx::nontransaction tx{s.conn()};
+            return tx.exec_prepared(s.prepared(statement), std::forward<Args>(args)...);
+        }
+        pqxx::nontransaction tx{s.conn()};
         return tx.exec(call_text(timeout, statement, {tx.quote(std::forward<Args>(args))...}));
     } catch (...) {
         s.roll_back();

@@ -122,7 +122,9 @@ std::string bounded_connection_string(const std::string& connection_string,
     return result;
 }
 
-session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout) {
+session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
+                 dlock::pooling pooling)
+    : m_pooling{pooling} {
     try {
         m_conn = std::make_unique<pqxx::connection>(bounded_connection_string(connection_string, network_timeout));
     } catch (const std::exception& e) {
@@ -142,6 +144,36 @@ void session::roll_back() noexcept {
         } catch (...) { // NOLINT(bugprone-empty-catch)
         }
     }
+}
+
+bool session::settle(std::chrono::milliseconds timeout) {
+    if (m_pooling == dlock::pooling::transaction) return false;
+    const long long ms = std::max<long long>(1, timeout.count());
+    const int pid = m_conn->backendpid();
+    if (pid != 0 && pid == m_settled_pid && ms == m_statement_timeout) return true;
+    m_settled_pid = 0; // unknown until the server confirms
+    // set_config(..., false) is SET; the settings are made only when a row comes
+    // back. With pooling::detect the WHERE clause, checked before them, makes
+    // them only on the server process libpq connected to.
+    std::string text = "SELECT pg_catalog.set_config('statement_timeout', '" + std::to_string(ms) +
+                       "', false), pg_catalog.set_config('client_connection_check_interval', '1000', false)";
+    if (m_pooling == dlock::pooling::detect) text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(pid);
+    pqxx::nontransaction tx{*m_conn};
+    if (tx.exec(text).empty()) {
+        m_pooling = dlock::pooling::transaction; // a pooler is in between: self-contained calls from now on
+        return false;
+    }
+    m_settled_pid = pid;
+    m_statement_timeout = ms;
+    return true;
+}
+
+const std::string& session::prepared(const char* statement) {
+    auto it = m_prepared.find(statement);
+    if (it != m_prepared.end()) return it->second;
+    std::string name = "dlock_" + std::to_string(m_prepared.size());
+    m_conn->prepare(name, statement);
+    return m_prepared.emplace(statement, std::move(name)).first->second;
 }
 
 session::~session() noexcept {
