@@ -104,8 +104,7 @@ private:
 class session {
 public:
     /// Connects with bounded_connection_string; throws connection_error.
-    session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
-            dlock::pooling pooling);
+    session(const std::string& connection_string, std::chrono::milliseconds network_timeout, dlock::pooling pooling);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -131,7 +130,7 @@ private:
     std::unique_ptr<pqxx::connection> m_conn;
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
     dlock::pooling m_pooling;
-    int m_settled_pid = 0;            // server process the settings were made on, 0 when none
+    int m_settled_pid = 0;             // server process the settings were made on, 0 when none
     long long m_statement_timeout = 0; // the session's statement_timeout there, ms
     std::unordered_map<const char*, std::string> m_prepared;
 };
