@@ -173,23 +173,33 @@ TEST_F(client_test, a_pooled_call_is_one_round_trip_that_carries_its_own_stateme
 }
 
 // With the default pooling::detect, a direct connection runs the library's
-// statements prepared by name (the server shows the statement with its
-// placeholders, not the values); through a transaction pooler
-// (45-pgbouncer) the same client sends self-contained calls.
+// statements prepared by name: the server shows a call bounded by the
+// session's statement_timeout (call_timeout) as the prepared statement, with
+// its placeholders, and a waiting acquire (another bound) as an EXECUTE of it
+// after a SET LOCAL of its bound. Through a transaction pooler (45-pgbouncer)
+// the same client sends self-contained calls.
 TEST_F(client_test, detect_prepares_statements_on_a_direct_connection_only) {
     const auto name = unique_name("detect");
     dlock::client holder;
     auto held = holder.try_acquire(name, ttl(30s));
     ASSERT_TRUE(held.has_value());
     dlock::client c;
+    if (!dlock_testing::through_transaction_pooler()) {
+        auto mine = c.try_acquire(unique_name("detect-free"), ttl(30s));
+        ASSERT_TRUE(mine.has_value());
+        const auto last = sql("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(c.backend_pid()));
+        ASSERT_EQ(last.size(), 1u);
+        const auto query = last[0][0].as<std::string>();
+        EXPECT_EQ(query.rfind("SELECT l.lock_name, ", 0), 0u) << query;
+        EXPECT_NE(query.find("FROM dlock.try_acquire($1, $2::bigint"), std::string::npos) << query;
+    }
     auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
-    const std::string query = waiting_query(
-        name, dlock_testing::through_transaction_pooler() ? name : std::string{"FROM dlock.acquire($1, "});
+    const std::string query = waiting_query(name, name);
     if (dlock_testing::through_transaction_pooler()) {
         EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u) << query;
     } else {
-        EXPECT_EQ(query.rfind("SELECT l.lock_name, ", 0), 0u) << query;
-        EXPECT_NE(query.find("FROM dlock.acquire($1, $2::bigint"), std::string::npos) << query;
+        EXPECT_EQ(query.rfind("SET LOCAL statement_timeout = ", 0), 0u) << query;
+        EXPECT_NE(query.find("; EXECUTE dlock_"), std::string::npos) << query;
         EXPECT_EQ(query.find("set_config"), std::string::npos) << query;
     }
     EXPECT_EQ(held->release(), dlock::outcome::done);

@@ -67,7 +67,7 @@ checked_out::checked_out(client_core& core) : m_core{core} {
     }
     if (!m_session)
         m_session = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
-                                              core.options.pooling);
+                                              core.options.pooling, core.options.call_timeout);
 }
 
 checked_out::~checked_out() noexcept {
@@ -297,7 +297,7 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
     try {
         if (!s)
             s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
-                                          core.options.pooling);
+                                          core.options.pooling, core.options.call_timeout);
         const auto sent = steady_clock::now();
         const pqxx::result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
         const auto received = steady_clock::now();
