@@ -93,8 +93,8 @@ private:
 ///
 /// How it sends calls follows client_options::pooling. Without a transaction
 /// pooler it keeps state: the library's statements are prepared by name, and
-/// statement_timeout and client_connection_check_interval are session settings,
-/// sent again only when the timeout changes or the server process behind the
+/// statement_timeout (the call timeout) and client_connection_check_interval
+/// are session settings, made again only when the server process behind the
 /// connection changed (libpqxx may reconnect). With pooling::detect the first
 /// call finds out, in the same statement that makes the settings: they are
 /// made only when pg_backend_pid() is the process id libpq got at connect,
@@ -142,7 +142,7 @@ private:
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
     dlock::pooling m_pooling;
     int m_settled_pid = 0;             // server process the settings were made on, 0 when none
-    long long m_statement_timeout;     // the session's statement_timeout there, ms
+    long long m_statement_timeout;     // the statement_timeout it keeps (the call timeout), ms
     std::unordered_map<const char*, std::string> m_prepared;
 };
 
