@@ -199,7 +199,7 @@ TEST_F(client_test, detect_prepares_statements_on_a_direct_connection_only) {
         EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u) << query;
     } else {
         EXPECT_EQ(query.rfind("SET LOCAL statement_timeout = ", 0), 0u) << query;
-        EXPECT_NE(query.find("; EXECUTE dlock_"), std::string::npos) << query;
+        EXPECT_NE(query.find("; EXECUTE \"dlock.acquire\"("), std::string::npos) << query;
         EXPECT_EQ(query.find("set_config"), std::string::npos) << query;
     }
     EXPECT_EQ(held->release(), dlock::outcome::done);

@@ -99,7 +99,7 @@ std::string execute_text(std::chrono::milliseconds timeout, const std::string& n
     // The server arms each statement's timeout when the statement starts, so
     // the EXECUTE runs under the new value; it ends with the transaction.
     std::string text = "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
-                       "; EXECUTE " + name;
+                       "; EXECUTE \"" + name + "\"";
     for (std::size_t i = 0; i < literals.size(); ++i)
         text += (i == 0 ? "(" : ", ") + literals[i];
     return literals.empty() ? text : text + ")";
@@ -187,7 +187,17 @@ session::send session::how_to_send(std::chrono::milliseconds timeout) {
 const std::string& session::prepared(const char* statement, bool now) {
     auto it = m_prepared.find(statement);
     if (it == m_prepared.end()) {
-        std::string name = "dlock_" + std::to_string(m_prepared.size());
+        // Named after the function it calls ("dlock.acquire", then "dlock.acquire
+        // 2" for the next statement that calls it), so that pg_stat_activity
+        // names the function also for an EXECUTE (execute_text).
+        const std::string_view text{statement};
+        const auto at = text.find("dlock.");
+        const auto end = text.find('(', at);
+        std::string name{at == std::string_view::npos ? "dlock" : text.substr(at, end - at)};
+        const auto same = std::count_if(m_prepared.begin(), m_prepared.end(), [&](const auto& p) {
+            return p.second == name || p.second.rfind(name + " ", 0) == 0;
+        });
+        if (same > 0) name += " " + std::to_string(same + 1);
         m_conn->prepare(name, statement);
         it = m_prepared.emplace(statement, std::move(name)).first;
     }
