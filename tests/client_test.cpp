@@ -20,6 +20,26 @@ protected:
         o.ttl = value;
         return o;
     }
+
+    // The query text of the server process waiting in dlock.acquire for `name`
+    // (found by `marker` in it).
+    std::string waiting_query(const std::string& name, const std::string& marker) {
+        std::string query;
+        const bool found = eventually(
+            [&] {
+                pqxx::nontransaction tx{admin()};
+                const auto r = tx.exec_params("SELECT query FROM pg_stat_activity WHERE state = 'active' AND "
+                                              "wait_event_type = 'Extension' AND strpos(query, $1) > 0 AND "
+                                              "pid <> pg_backend_pid()",
+                                              marker);
+                if (r.empty()) return false;
+                query = r[0][0].as<std::string>();
+                return true;
+            },
+            3s);
+        EXPECT_TRUE(found) << "no call of " << name << " waits in the server";
+        return query;
+    }
 };
 
 TEST_F(client_test, lease_is_released_when_it_goes_out_of_scope) {
@@ -129,37 +149,101 @@ TEST_F(client_test, waiting_acquire_does_not_hold_up_a_release_on_the_same_clien
     EXPECT_TRUE(waiting.get().valid());
 }
 
-// Each call is one round trip: the server receives the statement in the same
-// message as the transaction-local statement_timeout that bounds it (a simple
-// query of its own implicit transaction), as pg_stat_activity shows while it
-// waits.
-TEST_F(client_test, a_call_is_one_round_trip_that_carries_its_own_statement_timeout) {
+// Behind a transaction pooler (pooling::transaction, and what pooling::detect
+// finds there) each call is one round trip: the server receives the statement
+// in the same message as the transaction-local statement_timeout that bounds
+// it (a simple query of its own implicit transaction), as pg_stat_activity
+// shows while it waits.
+TEST_F(client_test, a_pooled_call_is_one_round_trip_that_carries_its_own_statement_timeout) {
     const auto name = unique_name("one-trip");
     dlock::client holder;
     auto held = holder.try_acquire(name, ttl(30s));
     ASSERT_TRUE(held.has_value());
-    dlock::client c;
+    dlock::client_options co;
+    co.pooling = dlock::pooling::transaction;
+    dlock::client c{co};
     auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
-    std::string query;
-    ASSERT_TRUE(eventually(
-        [&] {
-            pqxx::nontransaction tx{admin()};
-            const auto r = tx.exec_params("SELECT query FROM pg_stat_activity WHERE state = 'active' AND "
-                                          "wait_event_type = 'Extension' AND strpos(query, $1) > 0 AND "
-                                          "pid <> pg_backend_pid()",
-                                          name);
-            if (r.empty()) return false;
-            query = r[0][0].as<std::string>();
-            return true;
-        },
-        3s));
+    const std::string query = waiting_query(name, name);
     EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u) << query;
-    EXPECT_NE(query.find("pg_catalog.set_config('client_connection_check_interval', '1000', true);"),
-              std::string::npos)
+    EXPECT_NE(query.find("pg_catalog.set_config('client_connection_check_interval', '1000', true);"), std::string::npos)
         << query;
     EXPECT_NE(query.find("dlock.acquire("), std::string::npos) << query;
     EXPECT_EQ(held->release(), dlock::outcome::done);
     EXPECT_TRUE(waiting.get().valid());
+}
+
+// With the default pooling::detect, a direct connection runs the library's
+// statements prepared by name: the server shows a call bounded by the
+// session's statement_timeout (call_timeout) as the prepared statement, with
+// its placeholders, and a waiting acquire (another bound) as an EXECUTE of it
+// after a SET LOCAL of its bound. Through a transaction pooler (45-pgbouncer)
+// the same client sends self-contained calls.
+TEST_F(client_test, detect_prepares_statements_on_a_direct_connection_only) {
+    const auto name = unique_name("detect");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    dlock::client c;
+    if (!dlock_testing::through_transaction_pooler()) {
+        auto mine = c.try_acquire(unique_name("detect-free"), ttl(30s));
+        ASSERT_TRUE(mine.has_value());
+        const auto last = sql("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(c.backend_pid()));
+        ASSERT_EQ(last.size(), 1u);
+        const auto query = last[0][0].as<std::string>();
+        EXPECT_EQ(query.rfind("SELECT l.lock_name, ", 0), 0u) << query;
+        EXPECT_NE(query.find("FROM dlock.try_acquire($1, $2::bigint"), std::string::npos) << query;
+    }
+    auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
+    const std::string query = waiting_query(name, name);
+    if (dlock_testing::through_transaction_pooler()) {
+        EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u) << query;
+    } else {
+        EXPECT_EQ(query.rfind("SET LOCAL statement_timeout = ", 0), 0u) << query;
+        EXPECT_NE(query.find("; EXECUTE \"dlock.acquire\"("), std::string::npos) << query;
+        EXPECT_EQ(query.find("set_config"), std::string::npos) << query;
+    }
+    EXPECT_EQ(held->release(), dlock::outcome::done);
+    EXPECT_TRUE(waiting.get().valid());
+}
+
+// The statement_timeout of every call follows that call also where the
+// session keeps it between calls: after an acquire that waited under a long
+// bound (its wait plus call_timeout), a release blocked behind a row lock
+// still ends after call_timeout; and after that short bound, an acquire may
+// wait longer than call_timeout again.
+TEST_F(client_test, each_call_is_bounded_by_its_own_statement_timeout_in_every_pooling_mode) {
+    for (const auto mode : {dlock::pooling::detect, dlock::pooling::transaction}) {
+        const auto blocked_name = unique_name("bound-blocked");
+        const auto busy_name = unique_name("bound-busy");
+        dlock::client_options co;
+        co.call_timeout = 500ms;
+        co.pooling = mode;
+        dlock::client c{co};
+        // A long bound first: the wait (10 s) plus call_timeout.
+        auto blocked = std::make_optional(c.acquire(blocked_name, 10s, ttl(30s)));
+        {
+            pqxx::work row_lock{admin()};
+            row_lock.exec_params("SELECT 1 FROM dlock.distributed_lock WHERE lock_name = $1 FOR UPDATE", blocked_name);
+            const auto started = std::chrono::steady_clock::now();
+            EXPECT_EQ(blocked->release(), dlock::outcome::unknown);
+            EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "the release ran under the 10.5 s bound";
+            row_lock.abort();
+        }
+        // Then a wait longer than call_timeout: granted after about 1 s.
+        dlock::client other;
+        auto busy = other.try_acquire(busy_name, ttl(30s));
+        ASSERT_TRUE(busy.has_value());
+        auto releaser = std::async(std::launch::async, [&] {
+            std::this_thread::sleep_for(1s);
+            return busy->release();
+        });
+        EXPECT_NO_THROW({
+            auto l = c.acquire(busy_name, 10s, ttl(30s));
+            EXPECT_TRUE(l.valid());
+        });
+        EXPECT_EQ(releaser.get(), dlock::outcome::done);
+        EXPECT_EQ(c.release(blocked_name, blocked->owner_token()), dlock::outcome::done);
+    }
 }
 
 // The client deadline must never be later than the server's lease_until minus

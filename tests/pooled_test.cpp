@@ -67,6 +67,28 @@ protected:
         return {took, released};
     }
 
+    // The session state of both server connections of the pool: for each, its
+    // statement_timeout and client_connection_check_interval and how many
+    // statements it has prepared. Both are held at once (a transaction each),
+    // so each query runs on another one. With `reset`, also clears that state.
+    std::vector<std::string> pooled_session_state(bool reset) {
+        pqxx::connection first{m_dsn};
+        pqxx::connection second{m_dsn};
+        pqxx::work a{first};
+        pqxx::work b{second};
+        std::vector<std::string> state;
+        for (pqxx::work* tx : {&a, &b}) {
+            const auto r = tx->exec("SELECT current_setting('statement_timeout') || ' ' || "
+                                    "current_setting('client_connection_check_interval') || ' ' || "
+                                    "(SELECT count(*) FROM pg_prepared_statements)");
+            state.push_back(r[0][0].as<std::string>());
+            if (reset) tx->exec("RESET statement_timeout; RESET client_connection_check_interval; DEALLOCATE ALL");
+        }
+        a.commit();
+        b.commit();
+        return state;
+    }
+
 private:
     std::string m_dsn;
 };
@@ -108,6 +130,39 @@ TEST_F(pooled_test, holder_keeps_its_lease_while_more_waiters_than_connections_p
         w.get();
     EXPECT_GE(holder.metrics().renewals, 3u);
     EXPECT_EQ(held->release(), dlock::outcome::done);
+}
+
+// Through a transaction pooler pooling::detect (the default) leaves nothing in
+// the server sessions that the next client would get: the library's calls set
+// no session setting and prepare nothing there. The negative control, the
+// same client told there is no pooler (pooling::none), leaves its
+// statement_timeout on a pooled server connection.
+TEST_F(pooled_test, detect_leaves_no_session_state_in_the_pooled_server_connections) {
+    const auto clean = pooled_session_state(true);
+    const auto name = unique_name("pooled-state");
+    dlock::client_options co = options(dlock::wait_mode::poll);
+    co.call_timeout = 4321ms;
+    {
+        dlock::client c{co};
+        auto held = c.try_acquire(name, ttl(30s));
+        ASSERT_TRUE(held.has_value());
+        EXPECT_EQ(held->renew(), dlock::outcome::done);
+        EXPECT_EQ(held->release(), dlock::outcome::done);
+    }
+    EXPECT_EQ(pooled_session_state(false), clean);
+
+    co.pooling = dlock::pooling::none;
+    {
+        dlock::client c{co};
+        try {
+            auto held = c.try_acquire(name, ttl(30s));
+            if (held) (void)held->release();
+        } catch (const std::exception&) { // NOLINT(bugprone-empty-catch): a statement prepared on another
+        }                                 // server connection may be missing; the settings are made first
+    }
+    const auto left = pooled_session_state(true);
+    EXPECT_TRUE(left[0].rfind("4321ms ", 0) == 0 || left[1].rfind("4321ms ", 0) == 0)
+        << "the negative control left no setting behind: " << left[0] << ", " << left[1];
 }
 
 } // namespace

@@ -65,7 +65,9 @@ checked_out::checked_out(client_core& core) : m_core{core} {
             core.idle.pop_back();
         }
     }
-    if (!m_session) m_session = std::make_unique<session>(core.options.connection_string, core.options.network_timeout);
+    if (!m_session)
+        m_session = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
+                                              core.options.pooling, core.options.call_timeout);
 }
 
 checked_out::~checked_out() noexcept {
@@ -293,7 +295,9 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
                     const std::string& owner_token, std::chrono::milliseconds ttl, std::chrono::milliseconds timeout) {
     renewal result;
     try {
-        if (!s) s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout);
+        if (!s)
+            s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
+                                          core.options.pooling, core.options.call_timeout);
         const auto sent = steady_clock::now();
         const pqxx::result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
         const auto received = steady_clock::now();

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -33,10 +34,10 @@
 namespace dlock::internal {
 
 /// SQL of the library's calls, with placeholders $1..$9. On the library's own
-/// connections they run through call() (one simple query, the values quoted),
-/// in a caller's transaction as unnamed statements (exec_params): nothing is
-/// prepared by name and nothing is set for the session, so the library works
-/// through PgBouncer in transaction pooling.
+/// connections they run through call(): prepared by name on a direct
+/// connection, one self-contained simple query (the values quoted) behind a
+/// transaction pooler; in a caller's transaction as unnamed statements
+/// (exec_params), which work through PgBouncer in transaction pooling.
 namespace sql {
 extern const char* const try_acquire;
 extern const char* const acquire;
@@ -89,10 +90,24 @@ private:
                                                     std::chrono::milliseconds network_timeout);
 
 /// One of the library's own connections.
+///
+/// How it sends calls follows client_options::pooling. Without a transaction
+/// pooler it keeps state: the library's statements are prepared by name, and
+/// statement_timeout (the call timeout) and client_connection_check_interval
+/// are session settings, made again only when the server process behind the
+/// connection changed (libpqxx may reconnect). With pooling::detect the first
+/// call finds out, in the same statement that makes the settings: they are
+/// made only when pg_backend_pid() is the process id libpq got at connect,
+/// which a pooler in between does not pass on (PgBouncer makes up its own), so
+/// behind a pooler nothing is left in a server session that another client
+/// may get next.
 class session {
 public:
     /// Connects with bounded_connection_string; throws connection_error.
-    session(const std::string& connection_string, std::chrono::milliseconds network_timeout);
+    /// `call_timeout` is the statement_timeout the session keeps (when it keeps
+    /// state); calls with another bound set theirs local to their transaction.
+    session(const std::string& connection_string, std::chrono::milliseconds network_timeout, dlock::pooling pooling,
+            std::chrono::milliseconds call_timeout);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -105,35 +120,82 @@ public:
     /// used again; closes the connection when even that fails.
     void roll_back() noexcept;
 
+    /// How call() sends a call on this session.
+    enum class send {
+        self_contained, ///< a simple query that sets everything local to its transaction
+        prepared,       ///< the prepared statement: the session's settings are the call's
+        execute_with_local_timeout, ///< one simple query: SET LOCAL statement_timeout, then EXECUTE it
+    };
+    /// How to send a call bounded by `timeout`. Makes the session settings
+    /// (statement_timeout the session's call timeout) in a round trip of its
+    /// own when the server process behind the connection has none yet (with
+    /// pooling::detect finding out whether it is a pooler's: then
+    /// self_contained from now on).
+    [[nodiscard]] send how_to_send(std::chrono::milliseconds timeout);
+    /// The name `statement` (one of sql::) is prepared under on this
+    /// connection; libpqxx registers it with the server on its first use, or
+    /// at once when `now` (for an EXECUTE in SQL).
+    [[nodiscard]] const std::string& prepared(const char* statement, bool now = false);
+
 private:
     std::unique_ptr<pqxx::connection> m_conn;
     std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
+    dlock::pooling m_pooling;
+    int m_settled_pid = 0;             // server process the settings were made on, 0 when none
+    long long m_statement_timeout;     // the statement_timeout it keeps (the call timeout), ms
+    std::unordered_map<const char*, std::string> m_prepared;
 };
 
-/// The text of one call: `statement` with its placeholders $1, $2, ... replaced
-/// by the values in `literals`, each already quoted by the connection
-/// (PQescapeLiteral), after a SELECT that sets statement_timeout and
+/// `statement` with its placeholders $1, $2, ... replaced by `literals`, each
+/// already quoted by the connection (PQescapeLiteral).
+[[nodiscard]] std::string with_literals(std::string_view statement, const std::vector<std::string>& literals);
+
+/// The text of one self-contained call: `statement` with its values as
+/// literals (with_literals), after a SELECT that sets statement_timeout and
 /// client_connection_check_interval for the transaction (set_config with
 /// is_local, as SET LOCAL) -- one simple query. See call().
 [[nodiscard]] std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
                                     const std::vector<std::string>& literals);
 
-/// Runs one statement of the library as a transaction of its own on s, with
-/// every setting local to that transaction (a pooler may give the next
-/// transaction another server connection), in one round trip: a simple query
-/// that sets statement_timeout and client_connection_check_interval local to
-/// the transaction, then runs the statement; the server runs both as one
-/// implicit transaction and commits it at its end. The statement's values go in as literals quoted by the
-/// connection (PQescapeLiteral), as the extended protocol cannot carry several
-/// statements. Throws what libpqxx throws (the caller maps it), after rolling
-/// back what a failure may have left open.
+/// The text that sets statement_timeout to `timeout` for the transaction (SET
+/// LOCAL, in the implicit transaction of the simple query) and then runs the statement prepared as `name` with `literals`
+/// (EXECUTE) -- one simple query, so one implicit transaction.
+[[nodiscard]] std::string execute_text(std::chrono::milliseconds timeout, const std::string& name,
+                                                const std::vector<std::string>& literals);
+
+/// Runs one statement of the library as a transaction of its own on s, bounded
+/// by statement_timeout `timeout` and client_connection_check_interval, in one
+/// round trip (see session::how_to_send). On a session that keeps state the
+/// statement runs prepared by name; a call bounded by another timeout than the
+/// session's sets its own local to its transaction and EXECUTEs the prepared
+/// statement, in one simple query. Else
+/// (a transaction pooler may give the next transaction another server
+/// connection) every setting is local to the call's transaction: one simple
+/// query sets them and then runs the statement, and the server runs both as
+/// one implicit transaction and commits it at its end. In simple queries the
+/// values go in as literals quoted by the connection (PQescapeLiteral), as the
+/// extended protocol cannot carry several statements. Throws what libpqxx
+/// throws (the caller maps it), after rolling back what a failure may have left
+/// open.
 template <typename... Args>
 pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
     s.notices().reset();
-    pqxx::nontransaction tx{s.conn()};
     try {
         // A server-side wait ends soon after the client went away, instead of
         // taking the lock for nobody (client_connection_check_interval).
+        switch (s.how_to_send(timeout)) {
+        case session::send::prepared: {
+            pqxx::nontransaction tx{s.conn()};
+            return tx.exec_prepared(s.prepared(statement), std::forward<Args>(args)...);
+        }
+        case session::send::execute_with_local_timeout: {
+            const std::string& name = s.prepared(statement, true);
+            pqxx::nontransaction tx{s.conn()};
+            return tx.exec(execute_text(timeout, name, {tx.quote(std::forward<Args>(args))...}));
+        }
+        case session::send::self_contained: break;
+        }
+        pqxx::nontransaction tx{s.conn()};
         return tx.exec(call_text(timeout, statement, {tx.quote(std::forward<Args>(args))...}));
     } catch (...) {
         s.roll_back();

@@ -35,6 +35,12 @@ struct keep_alive::shared {
     const lease_state* reporting = nullptr; // on_lost call in flight
     bool stop = false;
     std::atomic<int> backend_pid{0};
+    // When each thread will wake while it waits for that time on cv; min()
+    // while it runs (it scans the leases again before it waits). add() wakes
+    // the threads only for a lease due before then: a lease taken and released
+    // well within its ttl then costs the threads nothing.
+    steady_clock::time_point renewer_wakes = steady_clock::time_point::min();
+    steady_clock::time_point watcher_wakes = steady_clock::time_point::min();
 };
 
 namespace {
@@ -92,7 +98,9 @@ void renew_loop(const shared_state& sh) noexcept {
             }
         }
         if (!due) {
+            sh->renewer_wakes = wake_at;
             sh->cv.wait_until(lock, wake_at);
+            sh->renewer_wakes = steady_clock::time_point::min();
             continue;
         }
         sh->renewing = due.get();
@@ -134,7 +142,9 @@ void watch_loop(const shared_state& sh) noexcept {
             wake_at = std::min(wake_at, l->deadline);
         }
         if (!due) {
+            sh->watcher_wakes = wake_at;
             sh->cv.wait_until(lock, wake_at);
+            sh->watcher_wakes = steady_clock::time_point::min();
             continue;
         }
         sh->reporting = due.get();
@@ -183,7 +193,13 @@ int keep_alive::backend_pid() const noexcept {
 }
 
 void keep_alive::add(std::shared_ptr<lease_state> lease) {
+    bool due_earlier = false;
     std::lock_guard<std::mutex> guard{m_shared->mutex};
+    {
+        std::lock_guard<std::mutex> lease_lock{lease->mutex};
+        due_earlier = lease->deadline < m_shared->watcher_wakes ||
+                      (lease->keep_alive && lease->next_renew < m_shared->renewer_wakes);
+    }
     m_shared->leases.push_back(std::move(lease));
     if (!m_watcher.joinable() || !m_renewer.joinable()) {
         // The threads inherit a mask that blocks every signal: process signals
@@ -201,7 +217,7 @@ void keep_alive::add(std::shared_ptr<lease_state> lease) {
         }
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     }
-    m_shared->cv.notify_all();
+    if (due_earlier) m_shared->cv.notify_all();
 }
 
 void keep_alive::remove(const lease_state* lease, std::chrono::milliseconds bound) noexcept {

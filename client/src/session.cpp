@@ -69,13 +69,8 @@ const char* const acquire_all = DLOCK_LEASE_COLUMNS
 
 #undef DLOCK_LEASE_COLUMNS
 
-std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
-                      const std::vector<std::string>& literals) {
-    // set_config(..., true) is SET LOCAL; as one SELECT it costs the server
-    // less than two SET statements.
-    std::string text = "SELECT pg_catalog.set_config('statement_timeout', '" +
-                       std::to_string(std::max<long long>(1, timeout.count())) +
-                       "', true), pg_catalog.set_config('client_connection_check_interval', '1000', true); ";
+std::string with_literals(std::string_view statement, const std::vector<std::string>& literals) {
+    std::string text;
     for (std::size_t i = 0; i < statement.size(); ++i) {
         if (statement[i] != '$' || i + 1 >= statement.size() || statement[i + 1] < '1' || statement[i + 1] > '9') {
             text += statement[i];
@@ -87,6 +82,27 @@ std::string call_text(std::chrono::milliseconds timeout, std::string_view statem
         text += literals[index];
     }
     return text;
+}
+
+std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
+                      const std::vector<std::string>& literals) {
+    // set_config(..., true) is SET LOCAL; as one SELECT it costs the server
+    // less than two SET statements.
+    return "SELECT pg_catalog.set_config('statement_timeout', '" +
+           std::to_string(std::max<long long>(1, timeout.count())) +
+           "', true), pg_catalog.set_config('client_connection_check_interval', '1000', true); " +
+           with_literals(statement, literals);
+}
+
+std::string execute_text(std::chrono::milliseconds timeout, const std::string& name,
+                         const std::vector<std::string>& literals) {
+    // The server arms each statement's timeout when the statement starts, so
+    // the EXECUTE runs under the new value; it ends with the transaction.
+    std::string text = "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
+                       "; EXECUTE \"" + name + "\"";
+    for (std::size_t i = 0; i < literals.size(); ++i)
+        text += (i == 0 ? "(" : ", ") + literals[i];
+    return literals.empty() ? text : text + ")";
 }
 
 std::string bounded_connection_string(const std::string& connection_string,
@@ -122,7 +138,9 @@ std::string bounded_connection_string(const std::string& connection_string,
     return result;
 }
 
-session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout) {
+session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
+                 dlock::pooling pooling, std::chrono::milliseconds call_timeout)
+    : m_pooling{pooling}, m_statement_timeout{std::max<long long>(1, call_timeout.count())} {
     try {
         m_conn = std::make_unique<pqxx::connection>(bounded_connection_string(connection_string, network_timeout));
     } catch (const std::exception& e) {
@@ -142,6 +160,49 @@ void session::roll_back() noexcept {
         } catch (...) { // NOLINT(bugprone-empty-catch)
         }
     }
+}
+
+session::send session::how_to_send(std::chrono::milliseconds timeout) {
+    if (m_pooling == dlock::pooling::transaction) return send::self_contained;
+    const long long ms = std::max<long long>(1, timeout.count());
+    const int pid = m_conn->backendpid();
+    const send settled = ms == m_statement_timeout ? send::prepared : send::execute_with_local_timeout;
+    if (pid != 0 && pid == m_settled_pid) return settled;
+    m_settled_pid = 0; // unknown until the server confirms
+    // set_config(..., false) is SET; the settings are made only when a row comes
+    // back. With pooling::detect the WHERE clause, checked before them, makes
+    // them only on the server process libpq connected to.
+    std::string text = "SELECT pg_catalog.set_config('statement_timeout', '" + std::to_string(m_statement_timeout) +
+                       "', false), pg_catalog.set_config('client_connection_check_interval', '1000', false)";
+    if (m_pooling == dlock::pooling::detect) text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(pid);
+    pqxx::nontransaction tx{*m_conn};
+    if (tx.exec(text).empty()) {
+        m_pooling = dlock::pooling::transaction; // a pooler is in between: self-contained calls from now on
+        return send::self_contained;
+    }
+    m_settled_pid = pid;
+    return settled;
+}
+
+const std::string& session::prepared(const char* statement, bool now) {
+    auto it = m_prepared.find(statement);
+    if (it == m_prepared.end()) {
+        // Named after the function it calls ("dlock.acquire", then "dlock.acquire
+        // 2" for the next statement that calls it), so that pg_stat_activity
+        // names the function also for an EXECUTE (execute_text).
+        const std::string_view text{statement};
+        const auto at = text.find("dlock.");
+        const auto end = text.find('(', at);
+        std::string name{at == std::string_view::npos ? "dlock" : text.substr(at, end - at)};
+        const auto same = std::count_if(m_prepared.begin(), m_prepared.end(), [&](const auto& p) {
+            return p.second == name || p.second.rfind(name + " ", 0) == 0;
+        });
+        if (same > 0) name += " " + std::to_string(same + 1);
+        m_conn->prepare(name, statement);
+        it = m_prepared.emplace(statement, std::move(name)).first;
+    }
+    if (now) m_conn->prepare_now(it->second);
+    return it->second;
 }
 
 session::~session() noexcept {

@@ -40,6 +40,12 @@ inline std::string server_problem() {
     return {};
 }
 
+/// True when the PG* environment points at a transaction pooler
+/// (tests/suites/45-pgbouncer.sh sets DLOCK_TEST_POOLER).
+inline bool through_transaction_pooler() {
+    return std::getenv("DLOCK_TEST_POOLER") != nullptr;
+}
+
 /// Fixture base: fails (never skips) when the server is not there.
 class server_test : public ::testing::Test {
 protected:

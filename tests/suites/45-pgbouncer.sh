@@ -28,6 +28,7 @@ echo "pgbouncer (transaction pooling) on port $port in front of $server_port"
 export DLOCK_ADMIN_DSN="host=$PGHOST port=$server_port dbname=$PGDATABASE user=$PGUSER"
 export DLOCK_POOL2_DSN="host=$PGHOST port=$port dbname=${PGDATABASE}_pool2 user=$PGUSER"
 export PGPORT=$port
+export DLOCK_TEST_POOLER=pgbouncer-transaction
 export DLOCK_CLIENT_SUITES="client transaction keep_alive pooled lock_kinds"
 export GTEST_FILTER='-outcome_test.*:sync_rep_test.*'
 export DLOCK_SKIP_INSTALL=1

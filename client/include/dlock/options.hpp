@@ -43,6 +43,24 @@ enum class wait_mode {
     poll,
 };
 
+/// Whether a connection pooler stands between the client and the server, which
+/// decides how the library sends its calls (README "Connection modes").
+enum class pooling {
+    /// Found out on each new connection: a direct one when the server process
+    /// serving it has the process id libpq was told at connect (a pooler in
+    /// between hands out its own), otherwise as transaction.
+    detect,
+    /// A direct connection or session pooling: each connection prepares the
+    /// library's statements by name once and keeps statement_timeout and
+    /// client_connection_check_interval as session settings, sent again only
+    /// when they change.
+    none,
+    /// Transaction pooling (PgBouncer pool_mode = transaction): every call is
+    /// self-contained -- one simple query with its settings local to its
+    /// transaction, nothing prepared by name, nothing left in the session.
+    transaction,
+};
+
 /// Settings of a client object.
 struct client_options {
     /// libpq connection string or URI; empty uses the PG* environment. Multi-host
@@ -69,6 +87,8 @@ struct client_options {
     dlock::wait_mode wait_mode = wait_mode::server;
     /// Longest sleep between two tries of wait_mode::poll.
     std::chrono::milliseconds poll_interval{500};
+    /// Whether a pooler stands in between (decides how calls are sent).
+    dlock::pooling pooling = pooling::detect;
 };
 
 /// Why a lease was marked lost.
