@@ -198,9 +198,22 @@ class CheckerTest(unittest.TestCase):
     def test_no_recovery_is_a_liveness_violation(self):
         h = clean_history()
         h.fault(40, 50, lock="L1")
+        # asked for well after the fault (2 ttl), and refused until the end
+        h.acquire("w1", 4000, 4001, "L1", "y", result="refused", why="busy")
         h.acquire("w2", 5000, 5001, "L2", "z", 1)  # the run goes on long enough
         s = h.check()
         self.assertOnly(s, "5")
+
+    def test_a_lock_nobody_asks_for_again_is_not_judged(self):
+        h = clean_history()
+        h.fault(40, 50, lock="L1")
+        # L1 refused once while a paused holder's lease may still be live,
+        # then never asked for again: no evidence either way
+        h.acquire("w1", 60, 61, "L1", "y", result="refused", why="busy")
+        h.acquire("w2", 5000, 5001, "L2", "z", 1)
+        s = h.check()
+        self.assertEqual(s["violations"], 0, s)
+        self.assertEqual(s["info"]["faults_not_asked_after"], 1, s)
 
     def test_unknown_outcomes_are_allowed(self):
         h = clean_history()
