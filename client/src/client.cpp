@@ -75,7 +75,7 @@ checked_out::~checked_out() noexcept {
     try {
         std::lock_guard<std::mutex> guard{m_core.mutex};
         constexpr std::size_t max_idle = 4;
-        if (m_core.idle.size() < max_idle) m_core.idle.push_back(std::move(m_session));
+        if (m_core.idle.size() < max_idle && m_session->is_open()) m_core.idle.push_back(std::move(m_session));
     } catch (...) { // NOLINT(bugprone-empty-catch): closing the session instead is fine
     }
     m_session.reset();
@@ -215,7 +215,7 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
         std::optional<checked_out> held;
         try {
             session& s = *held.emplace(*this);
-            pqxx::result r;
+            internal::call_result r;
             const auto sent = steady_clock::now();
             if (wait) {
                 const auto left =
@@ -253,7 +253,7 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                              ttl_ms, owner, lease_holder);
             }
             const auto received = steady_clock::now();
-            if (s.notices().uncertain()) {
+            if (s.commit_uncertain()) {
                 // Committed locally but the wait for the standby was canceled.
                 ++stats.unknown_outcomes;
                 uncertain = true;
@@ -299,9 +299,9 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
             s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
                                           core.options.pooling, core.options.call_timeout);
         const auto sent = steady_clock::now();
-        const pqxx::result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
+        const call_result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
         const auto received = steady_clock::now();
-        if (s->notices().uncertain()) {
+        if (s->commit_uncertain()) {
             ++core.stats.unknown_outcomes;
             result.error = "commit of the renewal is only local (synchronous replication wait canceled)";
             return result;
@@ -341,7 +341,7 @@ outcome release_lease(client_core& core, const std::string& name, const std::str
             std::optional<checked_out> held;
             try {
                 session& s = *held.emplace(core);
-                const pqxx::result r = call(s, core.options.call_timeout, sql::release, name, owner_token);
+                const call_result r = call(s, core.options.call_timeout, sql::release, name, owner_token);
                 if (r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>()) {
                     ++core.stats.releases;
                     return outcome::done;
@@ -460,7 +460,7 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
     const std::string& lease_holder = options.holder.empty() ? m_core->holder : options.holder;
     const auto ttl_ms = static_cast<long long>(options.ttl.count());
     std::optional<internal::checked_out> held;
-    pqxx::result r;
+    internal::call_result r;
     const auto sent = steady_clock::now();
     try {
         internal::session& s = *held.emplace(*m_core);
@@ -485,7 +485,8 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
     }
     std::vector<lease> leases;
     leases.reserve(r.size());
-    for (const auto& row : r) {
+    for (int i = 0; i < r.size(); ++i) {
+        const auto row = r[i];
         auto state = std::make_shared<internal::lease_state>();
         state->core = m_core;
         state->name = row[0].as<std::string>();
@@ -595,7 +596,7 @@ bool client::force_release(std::string_view lock_name, std::string_view reason) 
     std::optional<internal::checked_out> held;
     try {
         internal::session& s = *held.emplace(*m_core);
-        const pqxx::result r =
+        const internal::call_result r =
             internal::call(s, m_core->options.call_timeout, internal::sql::force_release, name, std::string{reason});
         return r.size() == 1 && !r[0][0].is_null() && r[0][0].as<bool>();
     } catch (const std::exception& e) {
@@ -617,7 +618,7 @@ const std::string& client::holder() const noexcept {
 
 int client::backend_pid() {
     internal::checked_out s{*m_core};
-    return s->conn().backendpid();
+    return s->backend_pid();
 }
 
 int client::keep_alive_backend_pid() const {

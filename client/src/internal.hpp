@@ -23,8 +23,10 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include <libpq-fe.h>
 #include <pqxx/pqxx>
 
 #include "dlock/errors.hpp"
@@ -89,18 +91,74 @@ private:
 [[nodiscard]] std::string bounded_connection_string(const std::string& connection_string,
                                                     std::chrono::milliseconds network_timeout);
 
-/// One of the library's own connections.
+/// The rows of one call on a session (libpq's PGresult, cleared with it), read
+/// as the call sites read libpqxx results: r[row][column].as<T>().
+class call_result {
+public:
+    class field {
+    public:
+        field(const PGresult* res, int row, int column) noexcept : m_res{res}, m_row{row}, m_column{column} {}
+        [[nodiscard]] bool is_null() const noexcept { return PQgetisnull(m_res, m_row, m_column) != 0; }
+        /// The value as std::string, std::int64_t, double or bool; throws
+        /// pqxx::conversion_error for NULL or a text that is not one.
+        template <typename T> [[nodiscard]] T as() const;
+
+    private:
+        [[nodiscard]] const char* text() const;
+        const PGresult* m_res;
+        int m_row;
+        int m_column;
+    };
+    class row {
+    public:
+        row(const PGresult* res, int index) noexcept : m_res{res}, m_index{index} {}
+        [[nodiscard]] field operator[](int column) const noexcept { return {m_res, m_index, column}; }
+
+    private:
+        const PGresult* m_res;
+        int m_index;
+    };
+
+    call_result() noexcept = default;
+    explicit call_result(PGresult* res) noexcept : m_res{res} {}
+    call_result(call_result&& other) noexcept : m_res{std::exchange(other.m_res, nullptr)} {}
+    call_result& operator=(call_result&& other) noexcept {
+        std::swap(m_res, other.m_res);
+        return *this;
+    }
+    call_result(const call_result&) = delete;
+    call_result& operator=(const call_result&) = delete;
+    ~call_result() { PQclear(m_res); }
+
+    [[nodiscard]] bool has_result() const noexcept { return m_res != nullptr; }
+    [[nodiscard]] PGresult* release() noexcept { return std::exchange(m_res, nullptr); }
+    [[nodiscard]] int size() const noexcept { return m_res == nullptr ? 0 : PQntuples(m_res); }
+    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+    [[nodiscard]] row operator[](int index) const noexcept { return {m_res, index}; }
+
+private:
+    PGresult* m_res = nullptr;
+};
+
+template <> std::string call_result::field::as<std::string>() const;
+template <> std::int64_t call_result::field::as<std::int64_t>() const;
+template <> double call_result::field::as<double>() const;
+template <> bool call_result::field::as<bool>() const;
+
+/// One of the library's own connections, on libpq itself: a call is then one
+/// message out and one result back, where a libpqxx transaction object adds
+/// a poll of the socket before and after each (README "C++ client").
 ///
 /// How it sends calls follows client_options::pooling. Without a transaction
 /// pooler it keeps state: the library's statements are prepared by name, and
 /// statement_timeout (the call timeout) and client_connection_check_interval
-/// are session settings, made again only when the server process behind the
-/// connection changed (libpqxx may reconnect). With pooling::detect the first
+/// are session settings, made on the first call. With pooling::detect that
 /// call finds out, in the same statement that makes the settings: they are
 /// made only when pg_backend_pid() is the process id libpq got at connect,
 /// which a pooler in between does not pass on (PgBouncer makes up its own), so
 /// behind a pooler nothing is left in a server session that another client
-/// may get next.
+/// may get next. A session whose connection broke stays broken: its calls
+/// throw pqxx::broken_connection, and the pool drops it.
 class session {
 public:
     /// Connects with bounded_connection_string; throws connection_error.
@@ -114,34 +172,48 @@ public:
     session& operator=(session&&) = delete;
     ~session() noexcept;
 
-    [[nodiscard]] pqxx::connection& conn() noexcept { return *m_conn; }
-    [[nodiscard]] notice_watch& notices() noexcept { return *m_watch; }
-    /// Ends a transaction a failed call() left open, so the session can be
-    /// used again; closes the connection when even that fails.
+    /// Runs `statement` (one of sql::) with `values` (text) as a transaction of
+    /// its own, bounded by statement_timeout `timeout`; see call().
+    [[nodiscard]] call_result run(std::chrono::milliseconds timeout, const char* statement,
+                                  const std::vector<std::string>& values);
+    /// Ends a transaction a failed call left open, so the session can be used
+    /// again; closes the connection when even that fails.
     void roll_back() noexcept;
+    [[nodiscard]] bool is_open() const noexcept;
+    [[nodiscard]] int backend_pid() const noexcept;
+    /// Whether a notice since the last call said its commit is only local
+    /// (is_commit_uncertain_notice).
+    [[nodiscard]] bool commit_uncertain() const noexcept { return m_commit_uncertain; }
 
-    /// How call() sends a call on this session.
+private:
+    /// How run() sends a call on this session.
     enum class send {
         self_contained, ///< a simple query that sets everything local to its transaction
         prepared,       ///< the prepared statement: the session's settings are the call's
-        execute_with_local_timeout, ///< one simple query: SET LOCAL statement_timeout, then EXECUTE it
+        prepared_with_local_timeout, ///< a pipeline: set statement_timeout locally, then the prepared statement
     };
     /// How to send a call bounded by `timeout`. Makes the session settings
     /// (statement_timeout the session's call timeout) in a round trip of its
-    /// own when the server process behind the connection has none yet (with
-    /// pooling::detect finding out whether it is a pooler's: then
-    /// self_contained from now on).
+    /// own when it has none yet (with pooling::detect finding out whether it is
+    /// a pooler's: then self_contained from now on).
     [[nodiscard]] send how_to_send(std::chrono::milliseconds timeout);
-    /// The name `statement` (one of sql::) is prepared under on this
-    /// connection; libpqxx registers it with the server on its first use, or
-    /// at once when `now` (for an EXECUTE in SQL).
-    [[nodiscard]] const std::string& prepared(const char* statement, bool now = false);
+    /// The name `statement` is prepared under on this connection; prepares it on
+    /// first use (a round trip of its own).
+    [[nodiscard]] const std::string& prepared(const char* statement);
+    [[nodiscard]] call_result exec_prepared(const char* statement, const std::vector<std::string>& values);
+    [[nodiscard]] call_result exec_pipeline(long long timeout_ms, const char* statement,
+                                            const std::vector<std::string>& values);
+    [[nodiscard]] call_result exec_simple(const std::string& text);
+    /// `res` when it succeeded; else clears it and throws as libpqxx would
+    /// (pqxx::sql_error with the SQLSTATE, or pqxx::broken_connection).
+    call_result checked(PGresult* res, const char* statement);
+    [[noreturn]] void throw_broken() const;
+    static void on_notice(void* self, const PGresult* notice) noexcept;
 
-private:
-    std::unique_ptr<pqxx::connection> m_conn;
-    std::unique_ptr<notice_watch> m_watch; // destroyed before m_conn
+    PGconn* m_conn = nullptr;
     dlock::pooling m_pooling;
-    int m_settled_pid = 0;             // server process the settings were made on, 0 when none
+    bool m_settled = false;            // the session settings are made
+    bool m_commit_uncertain = false;
     long long m_statement_timeout;     // the statement_timeout it keeps (the call timeout), ms
     std::unordered_map<const char*, std::string> m_prepared;
 };
@@ -157,46 +229,29 @@ private:
 [[nodiscard]] std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
                                     const std::vector<std::string>& literals);
 
-/// The text that sets statement_timeout to `timeout` for the transaction (SET
-/// LOCAL, in the implicit transaction of the simple query) and then runs the statement prepared as `name` with `literals`
-/// (EXECUTE) -- one simple query, so one implicit transaction.
-[[nodiscard]] std::string execute_text(std::chrono::milliseconds timeout, const std::string& name,
-                                                const std::vector<std::string>& literals);
+/// A call's value as the text it is sent as.
+[[nodiscard]] inline std::string value_text(const std::string& v) { return v; }
+[[nodiscard]] inline std::string value_text(long long v) { return std::to_string(v); }
+[[nodiscard]] inline std::string value_text(int v) { return std::to_string(v); }
+[[nodiscard]] inline std::string value_text(bool v) { return v ? "true" : "false"; }
 
 /// Runs one statement of the library as a transaction of its own on s, bounded
 /// by statement_timeout `timeout` and client_connection_check_interval, in one
-/// round trip (see session::how_to_send). On a session that keeps state the
-/// statement runs prepared by name; a call bounded by another timeout than the
-/// session's sets its own local to its transaction and EXECUTEs the prepared
-/// statement, in one simple query. Else
-/// (a transaction pooler may give the next transaction another server
-/// connection) every setting is local to the call's transaction: one simple
-/// query sets them and then runs the statement, and the server runs both as
-/// one implicit transaction and commits it at its end. In simple queries the
-/// values go in as literals quoted by the connection (PQescapeLiteral), as the
-/// extended protocol cannot carry several statements. Throws what libpqxx
-/// throws (the caller maps it), after rolling back what a failure may have left
-/// open.
+/// round trip. On a session that keeps state the statement runs prepared by
+/// name; a call bounded by another timeout than the session's sends, in one
+/// pipeline, a prepared set_config of statement_timeout local to the
+/// transaction and then the statement: the server runs both in one implicit
+/// transaction, and arms each one's timeout when it starts. Else (a transaction
+/// pooler may give the next transaction another server connection) every
+/// setting is local to the call's transaction: one simple query sets them and
+/// then runs the statement, its values as literals quoted by the connection
+/// (PQescapeLiteral), as a statement prepared on one server connection may not
+/// exist on the next. Throws what libpqxx would throw (the caller maps it),
+/// after rolling back what a failure may have left open.
 template <typename... Args>
-pqxx::result call(session& s, std::chrono::milliseconds timeout, const char* statement, Args&&... args) {
-    s.notices().reset();
+call_result call(session& s, std::chrono::milliseconds timeout, const char* statement, const Args&... args) {
     try {
-        // A server-side wait ends soon after the client went away, instead of
-        // taking the lock for nobody (client_connection_check_interval).
-        switch (s.how_to_send(timeout)) {
-        case session::send::prepared: {
-            pqxx::nontransaction tx{s.conn()};
-            return tx.exec_prepared(s.prepared(statement), std::forward<Args>(args)...);
-        }
-        case session::send::execute_with_local_timeout: {
-            const std::string& name = s.prepared(statement, true);
-            pqxx::nontransaction tx{s.conn()};
-            return tx.exec(execute_text(timeout, name, {tx.quote(std::forward<Args>(args))...}));
-        }
-        case session::send::self_contained: break;
-        }
-        pqxx::nontransaction tx{s.conn()};
-        return tx.exec(call_text(timeout, statement, {tx.quote(std::forward<Args>(args))...}));
+        return s.run(timeout, statement, {value_text(args)...});
     } catch (...) {
         s.roll_back();
         throw;

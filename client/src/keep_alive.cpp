@@ -62,7 +62,7 @@ void renew_one(lease_state& lease, std::unique_ptr<session>& conn, std::chrono::
         r = renew_lease(*lease.core, conn, lease.name, lease.owner_token, lease.ttl, timeout);
     } catch (...) { // NOLINT(bugprone-empty-catch): a refused argument is retried like any failure
     }
-    sh.backend_pid = conn ? conn->conn().backendpid() : 0;
+    sh.backend_pid = conn ? conn->backend_pid() : 0;
     switch (r.result) {
     case outcome::done: lease.renewed(r); break;
     case outcome::refused: lease.renewal_refused(true); break;

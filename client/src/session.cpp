@@ -1,6 +1,8 @@
 // session.cpp -- the library's own connections and the SQL of its calls.
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -94,17 +96,6 @@ std::string call_text(std::chrono::milliseconds timeout, std::string_view statem
            with_literals(statement, literals);
 }
 
-std::string execute_text(std::chrono::milliseconds timeout, const std::string& name,
-                         const std::vector<std::string>& literals) {
-    // The server arms each statement's timeout when the statement starts, so
-    // the EXECUTE runs under the new value; it ends with the transaction.
-    std::string text = "SET LOCAL statement_timeout = " + std::to_string(std::max<long long>(1, timeout.count())) +
-                       "; EXECUTE \"" + name + "\"";
-    for (std::size_t i = 0; i < literals.size(); ++i)
-        text += (i == 0 ? "(" : ", ") + literals[i];
-    return literals.empty() ? text : text + ")";
-}
-
 std::string bounded_connection_string(const std::string& connection_string,
                                       std::chrono::milliseconds network_timeout) {
     const long long ms = std::max<long long>(1000, network_timeout.count());
@@ -138,79 +129,242 @@ std::string bounded_connection_string(const std::string& connection_string,
     return result;
 }
 
+const char* call_result::field::text() const {
+    if (is_null()) throw pqxx::conversion_error{"dlock: column " + std::to_string(m_column) + " is null"};
+    return PQgetvalue(m_res, m_row, m_column);
+}
+
+namespace {
+
+// Parses all of `text` as T, the server's text output of its type.
+template <typename T> T parse_number(const char* text) {
+    T value{};
+    const char* end = text + std::strlen(text);
+    const auto [at, ec] = std::from_chars(text, end, value);
+    if (ec != std::errc{} || at != end)
+        throw pqxx::conversion_error{std::string{"dlock: not a number: \""} + text + "\""};
+    return value;
+}
+
+} // namespace
+
+template <> std::string call_result::field::as<std::string>() const {
+    return text();
+}
+
+template <> std::int64_t call_result::field::as<std::int64_t>() const {
+    return parse_number<std::int64_t>(text());
+}
+
+template <> double call_result::field::as<double>() const {
+    return parse_number<double>(text());
+}
+
+template <> bool call_result::field::as<bool>() const {
+    const char* t = text();
+    if (std::strcmp(t, "t") == 0) return true;
+    if (std::strcmp(t, "f") == 0) return false;
+    throw pqxx::conversion_error{std::string{"dlock: not a boolean: \""} + t + "\""};
+}
+
 session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
                  dlock::pooling pooling, std::chrono::milliseconds call_timeout)
     : m_pooling{pooling}, m_statement_timeout{std::max<long long>(1, call_timeout.count())} {
-    try {
-        m_conn = std::make_unique<pqxx::connection>(bounded_connection_string(connection_string, network_timeout));
-    } catch (const std::exception& e) {
-        throw connection_error{std::string{"could not connect: "} + e.what(), {}};
+    m_conn = PQconnectdb(bounded_connection_string(connection_string, network_timeout).c_str());
+    if (m_conn == nullptr) throw connection_error{"could not connect: out of memory", {}};
+    if (PQstatus(m_conn) != CONNECTION_OK) {
+        std::string message = PQerrorMessage(m_conn);
+        while (!message.empty() && message.back() == '\n')
+            message.pop_back();
+        PQfinish(m_conn);
+        m_conn = nullptr;
+        throw connection_error{"could not connect: " + message, {}};
     }
-    m_watch = std::make_unique<notice_watch>(*m_conn, true);
+    PQsetNoticeReceiver(m_conn, &session::on_notice, this);
+}
+
+session::~session() noexcept {
+    PQfinish(m_conn);
+}
+
+void session::on_notice(void* self, const PGresult* notice) noexcept {
+    const char* message = PQresultErrorMessage(notice);
+    if (message != nullptr && is_commit_uncertain_notice(message))
+        static_cast<session*>(self)->m_commit_uncertain = true;
+}
+
+bool session::is_open() const noexcept {
+    return m_conn != nullptr && PQstatus(m_conn) == CONNECTION_OK;
+}
+
+int session::backend_pid() const noexcept {
+    return m_conn == nullptr ? 0 : PQbackendPID(m_conn);
+}
+
+void session::throw_broken() const {
+    std::string message = m_conn == nullptr ? "connection closed" : PQerrorMessage(m_conn);
+    while (!message.empty() && message.back() == '\n')
+        message.pop_back();
+    throw pqxx::broken_connection{message.empty() ? "connection lost" : message};
+}
+
+call_result session::checked(PGresult* res, const char* statement) {
+    call_result result{res};
+    const ExecStatusType status = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return result;
+    if (PQstatus(m_conn) != CONNECTION_OK) throw_broken();
+    if (res == nullptr) throw pqxx::broken_connection{PQerrorMessage(m_conn)};
+    const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    throw pqxx::sql_error{PQresultErrorMessage(res), statement, state};
 }
 
 void session::roll_back() noexcept {
-    try {
-        if (!m_conn->is_open()) return;
-        pqxx::nontransaction tx{*m_conn};
-        tx.exec("ROLLBACK");
-    } catch (...) {
-        try {
-            m_conn->disconnect(); // the next use fails as "broken", and the pool drops it
-        } catch (...) { // NOLINT(bugprone-empty-catch)
-        }
+    if (!is_open()) return;
+    if (PQpipelineStatus(m_conn) != PQ_PIPELINE_OFF || PQtransactionStatus(m_conn) == PQTRANS_ACTIVE) {
+        // A pipeline left mid-way: the connection's state is unknown.
+        PQfinish(m_conn);
+        m_conn = nullptr;
+        return;
+    }
+    if (PQtransactionStatus(m_conn) == PQTRANS_IDLE) return;
+    PQclear(PQexec(m_conn, "ROLLBACK"));
+    if (PQtransactionStatus(m_conn) != PQTRANS_IDLE) {
+        PQfinish(m_conn); // the next call fails as "broken", and the pool drops it
+        m_conn = nullptr;
     }
 }
 
 session::send session::how_to_send(std::chrono::milliseconds timeout) {
     if (m_pooling == dlock::pooling::transaction) return send::self_contained;
     const long long ms = std::max<long long>(1, timeout.count());
-    const int pid = m_conn->backendpid();
-    const send settled = ms == m_statement_timeout ? send::prepared : send::execute_with_local_timeout;
-    if (pid != 0 && pid == m_settled_pid) return settled;
-    m_settled_pid = 0; // unknown until the server confirms
+    const send settled = ms == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
+    if (m_settled) return settled;
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
     // them only on the server process libpq connected to.
     std::string text = "SELECT pg_catalog.set_config('statement_timeout', '" + std::to_string(m_statement_timeout) +
                        "', false), pg_catalog.set_config('client_connection_check_interval', '1000', false)";
-    if (m_pooling == dlock::pooling::detect) text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(pid);
-    pqxx::nontransaction tx{*m_conn};
-    if (tx.exec(text).empty()) {
+    if (m_pooling == dlock::pooling::detect)
+        text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn));
+    if (exec_simple(text).empty()) {
         m_pooling = dlock::pooling::transaction; // a pooler is in between: self-contained calls from now on
         return send::self_contained;
     }
-    m_settled_pid = pid;
+    m_settled = true;
     return settled;
 }
 
-const std::string& session::prepared(const char* statement, bool now) {
+const std::string& session::prepared(const char* statement) {
     auto it = m_prepared.find(statement);
-    if (it == m_prepared.end()) {
-        // Named after the function it calls ("dlock.acquire", then "dlock.acquire
-        // 2" for the next statement that calls it), so that pg_stat_activity
-        // names the function also for an EXECUTE (execute_text).
-        const std::string_view text{statement};
-        const auto at = text.find("dlock.");
-        const auto end = text.find('(', at);
-        std::string name{at == std::string_view::npos ? "dlock" : text.substr(at, end - at)};
-        const auto same = std::count_if(m_prepared.begin(), m_prepared.end(), [&](const auto& p) {
-            return p.second == name || p.second.rfind(name + " ", 0) == 0;
-        });
-        if (same > 0) name += " " + std::to_string(same + 1);
-        m_conn->prepare(name, statement);
-        it = m_prepared.emplace(statement, std::move(name)).first;
-    }
-    if (now) m_conn->prepare_now(it->second);
-    return it->second;
+    if (it != m_prepared.end()) return it->second;
+    // Named after the function it calls ("dlock.acquire", then "dlock.acquire
+    // 2" for the next statement that calls it), so that pg_stat_activity names
+    // the function.
+    const std::string_view text{statement};
+    const auto at = text.find("dlock.");
+    const auto end = text.find('(', at);
+    std::string name{at == std::string_view::npos ? "dlock" : text.substr(at, end - at)};
+    const auto same = std::count_if(m_prepared.begin(), m_prepared.end(), [&](const auto& p) {
+        return p.second == name || p.second.rfind(name + " ", 0) == 0;
+    });
+    if (same > 0) name += " " + std::to_string(same + 1);
+    checked(PQprepare(m_conn, name.c_str(), statement, 0, nullptr), statement);
+    return m_prepared.emplace(statement, std::move(name)).first->second;
 }
 
-session::~session() noexcept {
-    try {
-        m_watch.reset();
-        m_conn.reset();
-    } catch (...) { // NOLINT(bugprone-empty-catch): closing must not throw
-    }
+namespace {
+
+std::vector<const char*> value_pointers(const std::vector<std::string>& values) {
+    std::vector<const char*> pointers;
+    pointers.reserve(values.size());
+    for (const auto& v : values)
+        pointers.push_back(v.c_str());
+    return pointers;
 }
+
+// Statement-local statement_timeout, sent ahead of a call in its pipeline.
+const char* const local_statement_timeout = "SELECT pg_catalog.set_config('statement_timeout', $1, true)";
+
+} // namespace
+
+call_result session::run(std::chrono::milliseconds timeout, const char* statement,
+                         const std::vector<std::string>& values) {
+    m_commit_uncertain = false;
+    if (!is_open()) throw_broken();
+    switch (how_to_send(timeout)) {
+    case send::prepared: return exec_prepared(statement, values);
+    case send::prepared_with_local_timeout:
+        return exec_pipeline(std::max<long long>(1, timeout.count()), statement, values);
+    case send::self_contained: break;
+    }
+    std::vector<std::string> literals;
+    literals.reserve(values.size());
+    for (const auto& v : values) {
+        char* quoted = PQescapeLiteral(m_conn, v.c_str(), v.size());
+        if (quoted == nullptr) throw pqxx::argument_error{PQerrorMessage(m_conn)};
+        literals.emplace_back(quoted);
+        PQfreemem(quoted);
+    }
+    const std::string text = call_text(timeout, statement, literals);
+    return exec_simple(text);
+}
+
+call_result session::exec_simple(const std::string& text) {
+    return checked(PQexec(m_conn, text.c_str()), text.c_str());
+}
+
+call_result session::exec_prepared(const char* statement, const std::vector<std::string>& values) {
+    const std::string& name = prepared(statement);
+    const auto pointers = value_pointers(values);
+    return checked(PQexecPrepared(m_conn, name.c_str(), static_cast<int>(pointers.size()), pointers.data(), nullptr,
+                                  nullptr, 0),
+                   statement);
+}
+
+call_result session::exec_pipeline(long long timeout_ms, const char* statement,
+                                   const std::vector<std::string>& values) {
+    const std::string& set_timeout = prepared(local_statement_timeout);
+    const std::string& name = prepared(statement);
+    const std::string timeout_text = std::to_string(timeout_ms);
+    const char* timeout_value = timeout_text.c_str();
+    const auto pointers = value_pointers(values);
+    if (PQenterPipelineMode(m_conn) != 1 ||
+        PQsendQueryPrepared(m_conn, set_timeout.c_str(), 1, &timeout_value, nullptr, nullptr, 0) != 1 ||
+        PQsendQueryPrepared(m_conn, name.c_str(), static_cast<int>(pointers.size()), pointers.data(), nullptr,
+                            nullptr, 0) != 1 ||
+        PQpipelineSync(m_conn) != 1)
+        throw_broken();
+    // The set_config's result, then the call's, each ended by a null, then the
+    // sync. After an error the rest of the pipeline comes back aborted; the
+    // first error is the one reported.
+    call_result answer;
+    call_result failure;
+    for (int query = 0; query < 2; ++query) {
+        PGresult* res = PQgetResult(m_conn);
+        if (res == nullptr || PQstatus(m_conn) != CONNECTION_OK) {
+            PQclear(res);
+            throw_broken();
+        }
+        const ExecStatusType status = PQresultStatus(res);
+        if (status == PGRES_FATAL_ERROR && !failure.has_result())
+            failure = call_result{res};
+        else if (query == 1 && status == PGRES_TUPLES_OK)
+            answer = call_result{res};
+        else
+            PQclear(res);
+        if (PGresult* extra = PQgetResult(m_conn); extra != nullptr) {
+            PQclear(extra);
+            throw_broken(); // more than one result for one query: not one of ours
+        }
+    }
+    PGresult* sync = PQgetResult(m_conn);
+    const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced || PQexitPipelineMode(m_conn) != 1) throw_broken();
+    if (failure.has_result()) return checked(failure.release(), statement);
+    if (!answer.has_result()) throw_broken();
+    return answer;
+}
+
 
 } // namespace dlock::internal
