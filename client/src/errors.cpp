@@ -117,7 +117,7 @@ void rethrow_mapped(std::string_view subject_view, std::string_view owner_token)
 
 bool notice_watch::operator()(const char message[]) noexcept {
     if (message != nullptr && is_commit_uncertain_notice(message)) m_uncertain = true;
-    return !m_swallow;
+    return true;
 }
 
 } // namespace internal

@@ -73,18 +73,23 @@ struct lease_kind {
 /// replication: the COMMIT then reports success although it is only local.
 [[nodiscard]] bool is_commit_uncertain_notice(std::string_view message) noexcept;
 
-/// Watches a connection's notices for is_commit_uncertain_notice.
+/// Watches a caller's connection's notices for is_commit_uncertain_notice,
+/// passing each on to the caller's own handlers.
 class notice_watch final : public pqxx::errorhandler {
 public:
-    notice_watch(pqxx::connection_base& conn, bool swallow) : pqxx::errorhandler{conn}, m_swallow{swallow} {}
+    explicit notice_watch(pqxx::connection_base& conn) : pqxx::errorhandler{conn} {}
     bool operator()(const char message[]) noexcept override;
-    void reset() noexcept { m_uncertain = false; }
     [[nodiscard]] bool uncertain() const noexcept { return m_uncertain; }
 
 private:
-    bool m_swallow;
     std::atomic<bool> m_uncertain{false};
 };
+
+/// A call's bound as the statement_timeout that enforces it, in ms: at least 1,
+/// as 0 would turn the timeout off.
+[[nodiscard]] inline long long timeout_ms(std::chrono::milliseconds timeout) noexcept {
+    return timeout.count() < 1 ? 1 : static_cast<long long>(timeout.count());
+}
 
 /// The connection string with the library's network bounds added (TCP
 /// keepalives, tcp_user_timeout, connect_timeout), unless it sets them itself.

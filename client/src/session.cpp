@@ -91,7 +91,7 @@ std::string call_text(std::chrono::milliseconds timeout, std::string_view statem
     // set_config(..., true) is SET LOCAL; as one SELECT it costs the server
     // less than two SET statements.
     return "SELECT pg_catalog.set_config('statement_timeout', '" +
-           std::to_string(std::max<long long>(1, timeout.count())) +
+           std::to_string(timeout_ms(timeout)) +
            "', true), pg_catalog.set_config('client_connection_check_interval', '1000', true); " +
            with_literals(statement, literals);
 }
@@ -169,7 +169,7 @@ template <> bool call_result::field::as<bool>() const {
 
 session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
                  dlock::pooling pooling, std::chrono::milliseconds call_timeout)
-    : m_pooling{pooling}, m_statement_timeout{std::max<long long>(1, call_timeout.count())} {
+    : m_pooling{pooling}, m_statement_timeout{timeout_ms(call_timeout)} {
     m_conn = PQconnectdb(bounded_connection_string(connection_string, network_timeout).c_str());
     if (m_conn == nullptr) throw connection_error{"could not connect: out of memory", {}};
     if (PQstatus(m_conn) != CONNECTION_OK) {
@@ -236,8 +236,7 @@ void session::roll_back() noexcept {
 
 session::send session::how_to_send(std::chrono::milliseconds timeout) {
     if (m_pooling == dlock::pooling::transaction) return send::self_contained;
-    const long long ms = std::max<long long>(1, timeout.count());
-    const send settled = ms == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
+    const send settled = timeout_ms(timeout) == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
     if (m_settled) return settled;
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
@@ -294,7 +293,7 @@ call_result session::run(std::chrono::milliseconds timeout, const char* statemen
     switch (how_to_send(timeout)) {
     case send::prepared: return exec_prepared(statement, values);
     case send::prepared_with_local_timeout:
-        return exec_pipeline(std::max<long long>(1, timeout.count()), statement, values);
+        return exec_pipeline(timeout_ms(timeout), statement, values);
     case send::self_contained: break;
     }
     std::vector<std::string> literals;

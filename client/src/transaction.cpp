@@ -36,7 +36,7 @@ void fence(pqxx::transaction_base& txn, std::string_view resource, std::int64_t 
 
 outcome commit(pqxx::transaction_base& txn) {
     // Registered only for the COMMIT; passes every notice on to the caller's handlers.
-    internal::notice_watch watch{txn.conn(), false};
+    internal::notice_watch watch{txn.conn()};
     try {
         txn.commit();
     } catch (const std::exception& e) {
