@@ -288,14 +288,6 @@ std::string floor_lines(const results& r) {
                      quotient(r.get("1", "floor-update-pair", 8, "pairs_per_s"), r.get("1", "sql-lease", 8, "pairs_per_s")),
                      1.5, true,
                      quotient(r.get("1", reference, 8, "pairs_per_s"), r.get("1", "floor-update-pair", 8, "pairs_per_s"))});
-    // An acquire in case 1 follows the release before it: its WAL flush also
-    // carries that asynchronous commit, which a lone durable UPDATE never has.
-    double pair_acquire = r.get("1", "floor-update-pair", 1, "acq_p50_us");
-    lines.push_back({"Case 1: acquire p50 at 1 client vs durable one-row UPDATE",
-                     "`floor-update-pair`: a durable one-row UPDATE right after an asynchronous one, on one connection "
-                     "(the commits of an acquire after a release)",
-                     quotient(pair_acquire, r.get("1", "floor-update", 1, "acq_p50_us")), 1.05, false,
-                     quotient(r.get("1", reference, 1, "acq_p50_us"), pair_acquire)});
     double select1 = r.get("1", "floor-select1", 1, "acq_p50_us");
     double pair_release = r.get("1", "floor-update-pair", 1, "rel_p50_us");
     lines.push_back({"Case 1: release p50 at 1 client vs SELECT 1",
