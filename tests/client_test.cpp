@@ -108,6 +108,18 @@ TEST_F(client_test, acquire_with_wait_raises_busy_error_when_the_wait_runs_out) 
         recorded += n;
     EXPECT_EQ(recorded, 1u);
     EXPECT_EQ(m.wait_histogram[0] + m.wait_histogram[1] + m.wait_histogram[2], 0u); // > 100 ms
+    // The refusal came back in the middle of the call's pipeline (its bound
+    // set first): the connection is left whole and in use, no transaction
+    // open, and its next calls work on it.
+    const int pid = b.backend_pid();
+    const auto state = sql("SELECT state FROM pg_stat_activity WHERE pid = " + std::to_string(pid));
+    ASSERT_EQ(state.size(), 1u);
+    EXPECT_EQ(state[0][0].as<std::string>(), "idle");
+    auto other = b.try_acquire(unique_name("wait-out-after"), ttl(30s));
+    ASSERT_TRUE(other.has_value());
+    EXPECT_EQ(b.backend_pid(), pid);
+    EXPECT_THROW(b.acquire(name, 100ms, ttl(30s)), dlock::busy_error);
+    EXPECT_EQ(b.backend_pid(), pid);
 }
 
 TEST_F(client_test, acquire_with_wait_gets_the_lock_when_it_is_released) {

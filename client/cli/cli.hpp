@@ -44,6 +44,8 @@ void check_lock_name(const std::string& name, const std::string& what = "NAME");
 void check_owner_token(const std::string& token);
 /// Parses --wait-mode: "server" or "poll"; throws usage_error.
 [[nodiscard]] dlock::wait_mode parse_wait_mode(const std::string& text);
+/// Parses --pooling: "detect", "none" or "transaction"; throws usage_error.
+[[nodiscard]] dlock::pooling parse_pooling(const std::string& text);
 
 struct run_args {
     std::string name;               // the names, comma-separated (for messages)

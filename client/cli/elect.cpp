@@ -27,11 +27,10 @@ void wait_for_vacancy(const dlock::observer& observer) {
         std::this_thread::sleep_for(std::chrono::milliseconds{20});
 }
 
-int elect(const std::string& dsn, run_args args, bool restart_always, std::chrono::milliseconds restart_delay) {
-    dlock::client_options options;
-    options.connection_string = dsn;
+int elect(const dlock::client_options& options, run_args args, bool restart_always,
+          std::chrono::milliseconds restart_delay) {
     dlock::client client{options};
-    const dlock::observer observer{dsn, args.name, nullptr};
+    const dlock::observer observer{options.connection_string, args.name, nullptr};
     args.wait = dlock::campaign_slice(args.ttl);
     args.conflict_exit_code = exit_code::busy;
     sigset_t handled;
@@ -110,8 +109,9 @@ bool election_commands::takes_command() const {
     return m_elect->parsed();
 }
 
-std::optional<int> election_commands::run(const std::string& dsn, const std::vector<std::string>& command) {
-    if (m_watch->parsed()) return watch_events(dsn, m_watch_names, m_watch_json, m_watch_count);
+std::optional<int> election_commands::run(const dlock::client_options& options,
+                                          const std::vector<std::string>& command) {
+    if (m_watch->parsed()) return watch_events(options.connection_string, m_watch_names, m_watch_json, m_watch_count);
     if (!m_elect->parsed()) return std::nullopt;
     if (command.empty()) throw usage_error{"elect: missing COMMAND after \"--\""};
     check_lock_name(m_elect_name);
@@ -121,7 +121,7 @@ std::optional<int> election_commands::run(const std::string& dsn, const std::vec
     args.holder = m_elect_holder;
     args.kill_after = parse_duration(m_elect_kill_after, "--kill-after");
     args.command = command;
-    return elect(dsn, args, m_elect_restart == "always", parse_duration(m_elect_restart_delay, "--restart-delay"));
+    return elect(options, args, m_elect_restart == "always", parse_duration(m_elect_restart_delay, "--restart-delay"));
 }
 
 } // namespace dlock_cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <dlock/options.hpp>
 
 #include <chrono>
 #include <optional>
@@ -18,7 +19,7 @@ public:
     /// True when the parsed subcommand takes "-- COMMAND" (elect).
     [[nodiscard]] bool takes_command() const;
     /// Runs the parsed subcommand, if it is one of these; returns its exit status.
-    [[nodiscard]] std::optional<int> run(const std::string& dsn, const std::vector<std::string>& command);
+    [[nodiscard]] std::optional<int> run(const dlock::client_options& options, const std::vector<std::string>& command);
 
 private:
     CLI::App* m_watch = nullptr;

@@ -76,4 +76,11 @@ dlock::wait_mode parse_wait_mode(const std::string& text) {
     throw usage_error{"--wait-mode: invalid value \"" + text + "\" (use server or poll)"};
 }
 
+dlock::pooling parse_pooling(const std::string& text) {
+    if (text == "detect") return dlock::pooling::detect;
+    if (text == "none") return dlock::pooling::none;
+    if (text == "transaction") return dlock::pooling::transaction;
+    throw usage_error{"--pooling: invalid value \"" + text + "\" (use detect, none or transaction)"};
+}
+
 } // namespace dlock_cli

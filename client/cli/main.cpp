@@ -134,14 +134,20 @@ struct connection_args {
     std::string dsn;
     std::string timeout = "5s";
     std::string wait_mode = "server";
+    std::string pooling = "detect";
 };
 
-dlock::client make_client(const connection_args& c) {
+dlock::client_options client_options_of(const connection_args& c) {
     dlock::client_options o;
     o.connection_string = c.dsn;
     o.call_timeout = parse_duration(c.timeout, "--timeout");
     o.wait_mode = parse_wait_mode(c.wait_mode);
-    return dlock::client{o};
+    o.pooling = parse_pooling(c.pooling);
+    return o;
+}
+
+dlock::client make_client(const connection_args& c) {
+    return dlock::client{client_options_of(c)};
 }
 
 } // namespace
@@ -180,6 +186,11 @@ int main(int argc, char** argv) {
     app.add_option("--wait-mode", conn.wait_mode,
                    "how --wait waits: server (in the server, first come first served) or poll (retry from the "
                    "client with jittered backoff; use it behind PgBouncer in transaction pooling)")
+        ->capture_default_str();
+    app.add_option("--pooling", conn.pooling,
+                   "what stands between dlock and the server: detect (find out), none (a direct connection or "
+                   "session pooling: prepared statements) or transaction (a transaction pooler such as PgBouncer "
+                   "in transaction pooling: self-contained calls)")
         ->capture_default_str();
 
     // run
@@ -317,7 +328,7 @@ Examples:
     }
 
     try {
-        if (const auto status = election.run(dsn, command)) return *status;
+        if (const auto status = election.run(client_options_of(conn), command)) return *status;
         if (run->parsed()) {
             auto client = make_client(conn);
             return run_under_lease(client, ra);

@@ -204,6 +204,31 @@ expect_status "run --wait-mode bogus: usage error" 64 $?
 "$DLOCK" run --timeout 5 "$name" -- true 2>/dev/null
 expect_status "run --timeout 5 (no unit): usage error" 64 $?
 
+# --- --pooling: how dlock sends its calls (README "Connection modes") ---------
+# COMMAND reads the last statement of dlock's own connection (found by its
+# application_name): with none the prepared acquire, placeholders and all;
+# with transaction the self-contained call that sets its own timeout first.
+for mode in none transaction; do
+	name=$(unique "pooling-$mode")
+	app="cli-pooling-$mode-$$"
+	PGAPPNAME=$app "$DLOCK" --pooling "$mode" run "$name" -- psql -X -A -t -q -c \
+		"SELECT query FROM pg_stat_activity WHERE application_name = '$app' AND pid <> pg_backend_pid() AND query LIKE '%dlock.try_acquire(%'" \
+		>"$work/pooling-$mode.out" 2>&1
+	expect_status "run --pooling $mode: runs COMMAND under the lease" 0 $?
+	case $mode in
+	none) pattern='^SELECT l\.lock_name, .*FROM dlock\.try_acquire\(\$1, ' ;;
+	transaction) pattern="^SELECT pg_catalog\.set_config\('statement_timeout', .*dlock\.try_acquire\('$name', " ;;
+	esac
+	grep -Eq "$pattern" "$work/pooling-$mode.out"
+	ok=$?
+	check "run --pooling $mode: the acquire went as the mode says" $ok
+	[ $ok -eq 0 ] || cat "$work/pooling-$mode.out"
+done
+"$DLOCK" --pooling bogus status 2>"$work/pooling-bogus.err"
+expect_status "--pooling bogus: usage error" 64 $?
+grep -q -- '--pooling: invalid value "bogus"' "$work/pooling-bogus.err"
+check "--pooling bogus: the message names the option and the value" $?
+
 # --- issue 12.5: a release that fails is visible -----------------------------
 # COMMAND leaves behind a session that holds the lease row locked for 3 s, so
 # the release runs into its 1 s statement timeout: dlock must not exit 0.

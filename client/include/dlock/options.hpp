@@ -52,8 +52,8 @@ enum class pooling {
     detect,
     /// A direct connection or session pooling: each connection prepares the
     /// library's statements by name once and keeps statement_timeout and
-    /// client_connection_check_interval as session settings, sent again only
-    /// when they change.
+    /// client_connection_check_interval as session settings, made by its first
+    /// call; a call with another bound sets its own local to its transaction.
     none,
     /// Transaction pooling (PgBouncer pool_mode = transaction): every call is
     /// self-contained -- one simple query with its settings local to its
