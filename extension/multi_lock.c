@@ -19,9 +19,10 @@
  * refusal takes no transaction ID and no row lock; only a race lost between
  * that pass and the grants costs the rolled-back subtransaction.
  *
- * The grants run through SPI as the caller, as if the caller had called
- * dlock.try_acquire for each name: privileges, audit and events see the
- * caller's role.
+ * The grants call the extension's own dlock.try_acquire, dlock.acquire and
+ * dlock.release through fmgr, as the caller -- their EXECUTE privilege is
+ * checked as the executor would -- so privileges, audit and events see the
+ * caller's role, without an executor start per name (SPI).
  *
  * IDENTIFICATION
  *	  extension/multi_lock.c
@@ -32,12 +33,17 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_type_d.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -51,61 +57,89 @@ PG_FUNCTION_INFO_V1(dlock_release_all);
 /* Most names in one set */
 #define MAX_SET_NAMES 1000
 
-typedef enum MultiPlan
+/* The extension's function one name of a set is handled by */
+typedef enum SetFunction
 {
-	MULTI_TRY,
-	MULTI_WAIT,
-	MULTI_RELEASE,
-	NUM_MULTI_PLANS
-} MultiPlan;
-
-static const struct
-{
-	const char *sql;
-	int			nargs;
-	Oid			argtypes[5];
-}			multi_plan_defs[NUM_MULTI_PLANS] = {
-	[MULTI_TRY] = {
-		"SELECT a.lock_name, a.owner_token, a.fencing_token, a.lease_until"
-		"  FROM dlock.try_acquire($1, $2, $3, $4) a",
-		4, {TEXTOID, INTERVALOID, UUIDOID, TEXTOID}
-	},
-	[MULTI_WAIT] = {
-		"SELECT a.lock_name, a.owner_token, a.fencing_token, a.lease_until"
-		"  FROM dlock.acquire($1, $2, $3, $4, $5) a",
-		5, {TEXTOID, INTERVALOID, INTERVALOID, UUIDOID, TEXTOID}
-	},
-	[MULTI_RELEASE] = {
-		"SELECT dlock.release($1, $2)",
-		2, {TEXTOID, UUIDOID}
-	},
-};
-
-static SPIPlanPtr multi_plans[NUM_MULTI_PLANS];
+	SET_TRY_ACQUIRE,
+	SET_ACQUIRE,
+	SET_RELEASE
+} SetFunction;
 
 /*
- * Run plan "id" as the caller, in the caller's SPI connection.
+ * Its arguments: the leading ones this file fills in; 1.2 adds four lease
+ * policy arguments to try_acquire and acquire (sql/pg_dlock--1.1--1.2.sql),
+ * passed as their defaults (no policy).
  */
-static int
-multi_execute(MultiPlan id, Datum *values, const char *nulls)
+static const struct
 {
-	int			ret;
+	const char *name;
+	int			nargs;			/* in 1.2 */
+	int			nargs_before_policies;	/* in 1.0 and 1.1 */
+	Oid			argtypes[9];
+}			set_functions[] = {
+	[SET_TRY_ACQUIRE] = {"try_acquire", 8, 4,
+	{TEXTOID, INTERVALOID, UUIDOID, TEXTOID, BOOLOID, INTERVALOID, INTERVALOID, INTERVALOID}},
+	[SET_ACQUIRE] = {"acquire", 9, 5,
+	{TEXTOID, INTERVALOID, INTERVALOID, UUIDOID, TEXTOID, BOOLOID, INTERVALOID, INTERVALOID, INTERVALOID}},
+	[SET_RELEASE] = {"release", 2, 2, {TEXTOID, UUIDOID}},
+};
 
-	if (multi_plans[id] == NULL)
+/* One of them, looked up for one call of a set function */
+typedef struct SetCall
+{
+	FmgrInfo	flinfo;
+	int			nargs;
+} SetCall;
+
+/*
+ * Look up the extension's own function "which" (in its schema, not by a
+ * name another role could shadow), with the arguments of the installed
+ * version, and check the caller may execute it.
+ */
+static void
+set_call_prepare(SetFunction which, SetCall *call)
+{
+	char	   *schema = get_namespace_name(dlock_require_own_schema());
+	List	   *name = list_make2(makeString(schema), makeString((char *) set_functions[which].name));
+	Oid			fn = LookupFuncName(name, set_functions[which].nargs,
+									set_functions[which].argtypes, true);
+	AclResult	acl;
+
+	call->nargs = set_functions[which].nargs;
+	if (!OidIsValid(fn))
 	{
-		SPIPlanPtr	plan = SPI_prepare(multi_plan_defs[id].sql, multi_plan_defs[id].nargs,
-									   (Oid *) multi_plan_defs[id].argtypes);
-
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "pg_dlock: could not prepare multi-lock statement %d: %s",
-				 (int) id, SPI_result_code_string(SPI_result));
-		multi_plans[id] = plan;
+		call->nargs = set_functions[which].nargs_before_policies;
+		fn = LookupFuncName(name, call->nargs, set_functions[which].argtypes, false);
 	}
-	ret = SPI_execute_plan(multi_plans[id], values, nulls, false, 0);
-	if (ret < 0)
-		elog(ERROR, "pg_dlock: multi-lock statement %d failed: %s",
-			 (int) id, SPI_result_code_string(ret));
-	return (int) SPI_processed;
+	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
+	InvokeFunctionExecuteHook(fn);
+	fmgr_info(fn, &call->flinfo);
+}
+
+/*
+ * Call it with "args" (nulls where null[i]) for its leading arguments and
+ * the defaults for the rest; *isnull says whether it returned NULL.
+ */
+static Datum
+set_call(SetCall *call, int nargs, const Datum *args, const bool *nulls, bool *isnull)
+{
+	LOCAL_FCINFO(fcinfo, 9);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, &call->flinfo, call->nargs, InvalidOid, NULL, NULL);
+	for (int i = 0; i < call->nargs; i++)
+	{
+		/* past the given ones: session_bound false, the durations NULL */
+		bool		given = i < nargs;
+
+		fcinfo->args[i].value = given ? args[i] : BoolGetDatum(false);
+		fcinfo->args[i].isnull = given ? nulls[i] : i != nargs;
+	}
+	result = FunctionCallInvoke(fcinfo);
+	*isnull = fcinfo->isnull;
+	return result;
 }
 
 /* Byte order of two names: the canonical order of a set */
@@ -197,49 +231,41 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner_before = CurrentResourceOwner;
 	TimestampTz deadline = GetCurrentTimestamp() + Max(wait_usecs, 0);
-	HeapTuple  *leases = palloc(sizeof(HeapTuple) * nnames);
+	Datum	   *leases = palloc(sizeof(Datum) * nnames);
+	SetCall		call;
 	volatile bool granted = true;
 	volatile int current = 0;
 
+	set_call_prepare(wait_usecs < 0 ? SET_TRY_ACQUIRE : SET_ACQUIRE, &call);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
 		for (int i = 0; i < nnames && granted; i++)
 		{
-			Datum		values[5];
-			char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+			Datum		args[5];
+			bool		nulls[5] = {false, false, false, false, false};
 			bool		isnull;
-			MultiPlan	plan = wait_usecs < 0 ? MULTI_TRY : MULTI_WAIT;
 			int			arg = 0;
 
 			current = i;
 
-			values[arg++] = PointerGetDatum(names[i]);
-			values[arg++] = ttl;
-			if (plan == MULTI_WAIT)
+			args[arg++] = PointerGetDatum(names[i]);
+			args[arg++] = ttl;
+			if (wait_usecs >= 0)
 			{
-				int64		left = Max(deadline - GetCurrentTimestamp(), 0);
-				Interval   *interval = palloc0(sizeof(Interval));
+				Interval   *left = palloc0(sizeof(Interval));
 
-				interval->time = left;
-				values[arg++] = IntervalPGetDatum(interval);
+				left->time = Max(deadline - GetCurrentTimestamp(), 0);
+				args[arg++] = IntervalPGetDatum(left);
 			}
-			values[arg++] = UUIDPGetDatum(owner);
-			values[arg] = holder;
-			nulls[arg] = holder_null ? 'n' : ' ';
-			if (multi_execute(plan, values, nulls) != 1)
-				elog(ERROR, "pg_dlock: acquire returned no row");
-			(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+			args[arg++] = UUIDPGetDatum(owner);
+			args[arg] = holder;
+			nulls[arg++] = holder_null;
+			/* in cxt, so the lease outlives the subtransaction */
+			leases[i] = set_call(&call, arg, args, nulls, &isnull);
 			if (isnull)
 				granted = false;	/* try_acquire returned NULL: busy */
-			else
-			{
-				MemoryContext old = MemoryContextSwitchTo(cxt);
-
-				leases[i] = SPI_copytuple(SPI_tuptable->vals[0]);
-				MemoryContextSwitchTo(old);
-			}
 		}
 		if (granted)
 			ReleaseCurrentSubTransaction();
@@ -276,10 +302,16 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 		return false;
 	for (int i = 0; i < nnames; i++)
 	{
+		HeapTupleHeader lease = DatumGetHeapTupleHeader(leases[i]);
+		HeapTupleData tuple;
 		Datum		values[4];
 		bool		nulls[4];
 
-		heap_deform_tuple(leases[i], tupdesc, values, nulls);
+		tuple.t_len = HeapTupleHeaderGetDatumLength(lease);
+		ItemPointerSetInvalid(&tuple.t_self);
+		tuple.t_tableOid = InvalidOid;
+		tuple.t_data = lease;
+		heap_deform_tuple(&tuple, tupdesc, values, nulls);
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 	return true;
@@ -385,22 +417,20 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	text	  **names = set_names(fcinfo, &nnames);
 	int			released = 0;
 	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	SetCall		call;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	set_call_prepare(SET_RELEASE, &call);
 	for (int i = 0; i < nnames; i++)
 	{
-		Datum		values[2];
+		Datum		args[2] = {PointerGetDatum(names[i]), PG_GETARG_DATUM(1)};
+		bool		nulls[2] = {false, false};
 		bool		isnull;
+		Datum		ended = set_call(&call, 2, args, nulls, &isnull);
 
-		values[0] = PointerGetDatum(names[i]);
-		values[1] = PG_GETARG_DATUM(1);
-		(void) multi_execute(MULTI_RELEASE, values, NULL);
-		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		if (!isnull && DatumGetBool(ended))
 			released++;
 	}
-	SPI_finish();
 	/*
 	 * Like one release, the set's releases need not wait for the WAL flush
 	 * when they are all the transaction wrote: a release lost in a crash

@@ -184,6 +184,28 @@ SELECT dlock.release_all(ARRAY['item:7', 'item:42'], '00000000-0000-0000-0000-00
 SELECT count(*) AS waited FROM dlock.acquire_all(ARRAY['item:7', 'item:42'], '1 minute', '1 second',
                                                 '00000000-0000-0000-0000-0000000000e2');
 SELECT dlock.release_all(ARRAY['item:42', 'item:7'], '00000000-0000-0000-0000-0000000000e2') AS released;
+-- a set is granted by dlock.try_acquire, dlock.acquire and released by
+-- dlock.release, as the caller: who may not run those may not take or end a set
+CREATE ROLE regress_kinds_sets;
+BEGIN;
+REVOKE EXECUTE ON FUNCTION dlock.try_acquire(text, interval, uuid, text, boolean, interval, interval, interval),
+                           dlock.acquire(text, interval, interval, uuid, text, boolean, interval, interval, interval),
+                           dlock.release(text, uuid) FROM PUBLIC;
+SET LOCAL ROLE regress_kinds_sets;
+SAVEPOINT refused;
+SELECT count(*) FROM dlock.try_acquire_all(ARRAY['item:200'], '1 minute');
+ROLLBACK TO refused;
+SELECT count(*) FROM dlock.acquire_all(ARRAY['item:200'], '1 minute', '1 second');
+ROLLBACK TO refused;
+SELECT dlock.release_all(ARRAY['item:200'], '00000000-0000-0000-0000-0000000000e3');
+ROLLBACK;
+-- with the privileges back, the same role takes and ends a set
+SET ROLE regress_kinds_sets;
+SELECT count(*) AS taken FROM dlock.try_acquire_all(ARRAY['item:200', 'item:201'], '1 minute',
+                                                   '00000000-0000-0000-0000-0000000000e3');
+SELECT dlock.release_all(ARRAY['item:201', 'item:200'], '00000000-0000-0000-0000-0000000000e3') AS released;
+RESET ROLE;
+DROP ROLE regress_kinds_sets;
 
 ------------------------------------------------------------------------
 -- Bad input
