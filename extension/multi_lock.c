@@ -66,22 +66,21 @@ typedef enum SetFunction
 } SetFunction;
 
 /*
- * Its arguments: the leading ones this file fills in; 1.2 adds four lease
- * policy arguments to try_acquire and acquire (sql/pg_dlock--1.1--1.2.sql),
- * passed as their defaults (no policy).
+ * Its arguments (sql/pg_dlock--1.1--1.2.sql, where the set functions came
+ * too): the leading ones this file fills in, then try_acquire's and
+ * acquire's lease policy arguments, passed as their defaults (no policy).
  */
 static const struct
 {
 	const char *name;
-	int			nargs;			/* in 1.2 */
-	int			nargs_before_policies;	/* in 1.0 and 1.1 */
+	int			nargs;
 	Oid			argtypes[9];
 }			set_functions[] = {
-	[SET_TRY_ACQUIRE] = {"try_acquire", 8, 4,
+	[SET_TRY_ACQUIRE] = {"try_acquire", 8,
 	{TEXTOID, INTERVALOID, UUIDOID, TEXTOID, BOOLOID, INTERVALOID, INTERVALOID, INTERVALOID}},
-	[SET_ACQUIRE] = {"acquire", 9, 5,
+	[SET_ACQUIRE] = {"acquire", 9,
 	{TEXTOID, INTERVALOID, INTERVALOID, UUIDOID, TEXTOID, BOOLOID, INTERVALOID, INTERVALOID, INTERVALOID}},
-	[SET_RELEASE] = {"release", 2, 2, {TEXTOID, UUIDOID}},
+	[SET_RELEASE] = {"release", 2, {TEXTOID, UUIDOID}},
 };
 
 /* One of them, looked up for one call of a set function */
@@ -93,24 +92,18 @@ typedef struct SetCall
 
 /*
  * Look up the extension's own function "which" (in its schema, not by a
- * name another role could shadow), with the arguments of the installed
- * version, and check the caller may execute it.
+ * name another role could shadow) and check the caller may execute it.
  */
 static void
 set_call_prepare(SetFunction which, SetCall *call)
 {
 	char	   *schema = get_namespace_name(dlock_require_own_schema());
 	List	   *name = list_make2(makeString(schema), makeString((char *) set_functions[which].name));
-	Oid			fn = LookupFuncName(name, set_functions[which].nargs,
-									set_functions[which].argtypes, true);
+	Oid			fn;
 	AclResult	acl;
 
 	call->nargs = set_functions[which].nargs;
-	if (!OidIsValid(fn))
-	{
-		call->nargs = set_functions[which].nargs_before_policies;
-		fn = LookupFuncName(name, call->nargs, set_functions[which].argtypes, false);
-	}
+	fn = LookupFuncName(name, call->nargs, set_functions[which].argtypes, false);
 	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
