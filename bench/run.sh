@@ -92,6 +92,7 @@ duration=${duration:-2}
 rounds=${rounds:-2}
 
 started=$(date -u +%s)
+read -r -a cpu_ticks_start < <(grep '^cpu ' /proc/stat)
 log() { printf '[bench %3ss] %s\n' $(($(date -u +%s) - started)) "$*"; }
 
 # --- build the driver ------------------------------------------------------
@@ -244,6 +245,13 @@ if [ $profile -eq 1 ] && command -v perf >/dev/null; then
 fi
 
 echo "| load average at end | $(cut -d' ' -f1-3 /proc/loadavg) |" >>"$machine"
+# Steal: CPU time the hypervisor gave to others while this VM wanted it; at
+# tens of percent every figure of the run is slower and noisier.
+read -r -a cpu_ticks_end < <(grep '^cpu ' /proc/stat)
+echo "| CPU steal during the run | $(awk -v a="${cpu_ticks_start[*]}" -v b="${cpu_ticks_end[*]}" 'BEGIN {
+	n = split(a, s, " "); split(b, e, " "); total = 0
+	for (i = 2; i <= n; i++) total += e[i] - s[i]
+	printf "%.1f %% of all CPU time (/proc/stat)", (total > 0 ? 100 * (e[9] - s[9]) / total : 0) }') |" >>"$machine"
 echo "| duration of the run | $(( $(date -u +%s) - started )) s |" >>"$machine"
 
 # --- results and plots ------------------------------------------------------
