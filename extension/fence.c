@@ -75,18 +75,13 @@ dlock_fence(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * The OID of the extension's dlock.holds(text, bigint), found in the
- * extension's own schema rather than by a name another role could shadow.
- */
+/* The OID of the extension's dlock.holds(text, bigint) */
 static Oid
 holds_function_oid(void)
 {
 	Oid			argtypes[2] = {TEXTOID, INT8OID};
-	char	   *schema = get_namespace_name(dlock_require_own_schema());
-	List	   *name = list_make2(makeString(schema), makeString("holds"));
 
-	return LookupFuncName(name, 2, argtypes, false);
+	return dlock_own_function("holds", 2, argtypes);
 }
 
 /*

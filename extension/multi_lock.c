@@ -91,19 +91,17 @@ typedef struct SetCall
 } SetCall;
 
 /*
- * Look up the extension's own function "which" (in its schema, not by a
- * name another role could shadow) and check the caller may execute it.
+ * Look up the extension's own function "which" and check the caller may
+ * execute it.
  */
 static void
 set_call_prepare(SetFunction which, SetCall *call)
 {
-	char	   *schema = get_namespace_name(dlock_require_own_schema());
-	List	   *name = list_make2(makeString(schema), makeString((char *) set_functions[which].name));
 	Oid			fn;
 	AclResult	acl;
 
 	call->nargs = set_functions[which].nargs;
-	fn = LookupFuncName(name, call->nargs, set_functions[which].argtypes, false);
+	fn = dlock_own_function(set_functions[which].name, call->nargs, set_functions[which].argtypes);
 	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));

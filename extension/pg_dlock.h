@@ -107,6 +107,7 @@ extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);
 
 /* schema.c */
 extern Oid	dlock_require_own_schema(void);
+extern Oid	dlock_own_function(const char *name, int nargs, const Oid *argtypes);
 
 /* catalog.c: the extension's tables, found from the extension and cached */
 typedef struct DlockCatalog

@@ -26,7 +26,10 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "pg_dlock.h"
@@ -86,4 +89,17 @@ dlock_require_own_schema(void)
 				 errhint("Rename the extension's schema back to \"dlock\", or drop and create the extension again.")));
 	verified_schema = own;
 	return own;
+}
+
+/*
+ * The OID of the extension's own function "name"(argtypes), found in its
+ * schema rather than by a name another role could shadow.
+ */
+Oid
+dlock_own_function(const char *name, int nargs, const Oid *argtypes)
+{
+	char	   *schema = get_namespace_name(dlock_require_own_schema());
+
+	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))),
+						  nargs, argtypes, false);
 }
