@@ -167,15 +167,25 @@ template <> bool call_result::field::as<bool>() const {
     throw pqxx::conversion_error{std::string{"dlock: not a boolean: \""} + t + "\""};
 }
 
+namespace {
+
+// libpq's last error on conn, without its trailing newline.
+std::string connection_message(const PGconn* conn) {
+    std::string message = PQerrorMessage(conn);
+    while (!message.empty() && message.back() == '\n')
+        message.pop_back();
+    return message;
+}
+
+} // namespace
+
 session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
                  dlock::pooling pooling, std::chrono::milliseconds call_timeout)
     : m_pooling{pooling}, m_statement_timeout{timeout_ms(call_timeout)} {
     m_conn = PQconnectdb(bounded_connection_string(connection_string, network_timeout).c_str());
     if (m_conn == nullptr) throw connection_error{"could not connect: out of memory", {}};
     if (PQstatus(m_conn) != CONNECTION_OK) {
-        std::string message = PQerrorMessage(m_conn);
-        while (!message.empty() && message.back() == '\n')
-            message.pop_back();
+        const std::string message = connection_message(m_conn);
         PQfinish(m_conn);
         m_conn = nullptr;
         throw connection_error{"could not connect: " + message, {}};
@@ -202,9 +212,7 @@ int session::backend_pid() const noexcept {
 }
 
 void session::throw_broken() const {
-    std::string message = m_conn == nullptr ? "connection closed" : PQerrorMessage(m_conn);
-    while (!message.empty() && message.back() == '\n')
-        message.pop_back();
+    const std::string message = m_conn == nullptr ? "connection closed" : connection_message(m_conn);
     throw pqxx::broken_connection{message.empty() ? "connection lost" : message};
 }
 
@@ -364,6 +372,5 @@ call_result session::exec_pipeline(long long timeout_ms, const char* statement,
     if (!answer.has_result()) throw_broken();
     return answer;
 }
-
 
 } // namespace dlock::internal
