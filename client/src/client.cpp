@@ -22,6 +22,14 @@ std::string default_holder() {
 
 } // namespace
 
+void set_grant(lease_state& state, const grant& granted) {
+    state.name = granted.lock_name;
+    state.owner_token = granted.owner_token;
+    state.fencing_token = granted.fencing_token;
+    state.lease_until = granted.lease_until;
+    state.deadline = granted.deadline;
+}
+
 std::chrono::system_clock::time_point from_epoch(double seconds) noexcept {
     return std::chrono::system_clock::time_point{
         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>{seconds})};
@@ -264,11 +272,7 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                 return nullptr;
             }
             auto lease = std::make_shared<lease_state>();
-            lease->name = r[0][0].as<std::string>();
-            lease->owner_token = r[0][1].as<std::string>();
-            lease->fencing_token = r[0][2].as<std::int64_t>();
-            lease->lease_until = from_epoch(r[0][3].as<double>());
-            lease->deadline = deadline_for(sent, received, r[0][4].as<double>(), opts.ttl);
+            set_grant(*lease, read_grant(*this, r[0], sent, received, opts.ttl));
             lease->acquired = sent;
             // The lease lives as long as this connection: it leaves the pool.
             if (opts.session_bound) lease->bound_session = std::move(held->slot());
@@ -489,11 +493,8 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
         const auto row = r[i];
         auto state = std::make_shared<internal::lease_state>();
         state->core = m_core;
-        state->name = row[0].as<std::string>();
-        state->owner_token = row[1].as<std::string>();
-        state->fencing_token = row[2].as<std::int64_t>();
-        state->lease_until = internal::from_epoch(row[3].as<double>());
-        state->deadline = m_core->deadline_for(sent, received, row[4].as<double>(), options.ttl);
+        internal::set_grant(*state, internal::read_grant(*m_core, row, sent, received, options.ttl));
+        state->acquired = sent;
         ++m_core->stats.acquisitions;
         m_core->attach(state, options);
         leases.push_back(lease{std::move(state)});
@@ -539,25 +540,14 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
         ++m_core->stats.busy;
         return std::nullopt;
     }
-    grant g;
-    g.lock_name = r[0][0].as<std::string>();
-    g.owner_token = r[0][1].as<std::string>();
-    g.fencing_token = r[0][2].as<std::int64_t>();
-    g.ttl = options.ttl;
-    g.lease_until = internal::from_epoch(r[0][3].as<double>());
-    g.deadline = m_core->deadline_for(sent, received, r[0][4].as<double>(), options.ttl);
     ++m_core->stats.acquisitions;
-    return g;
+    return internal::read_grant(*m_core, r[0], sent, received, options.ttl);
 }
 
 lease client::adopt(const grant& granted, const lease_options& options) {
     auto state = std::make_shared<internal::lease_state>();
     state->core = m_core;
-    state->name = granted.lock_name;
-    state->owner_token = granted.owner_token;
-    state->fencing_token = granted.fencing_token;
-    state->lease_until = granted.lease_until;
-    state->deadline = granted.deadline;
+    internal::set_grant(*state, granted);
     state->acquired = granted.deadline - granted.ttl;
     lease_options opts = options;
     opts.ttl = granted.ttl;

@@ -32,6 +32,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/metrics.hpp"
 #include "dlock/options.hpp"
+#include "dlock/transaction.hpp"
 
 namespace dlock::internal {
 
@@ -448,5 +449,25 @@ private:
 
 /// Converts a server epoch (seconds) to a system_clock time point.
 [[nodiscard]] std::chrono::system_clock::time_point from_epoch(double seconds) noexcept;
+
+/// The grant in one row of a lease statement (sql.cpp): lock_name,
+/// owner_token, fencing_token, lease_until in epoch seconds, and the
+/// milliseconds the server waited before granting. Row is a call_result row
+/// or a pqxx::row: both read as row[column].as<T>().
+template <typename Row>
+[[nodiscard]] grant read_grant(const client_core& core, const Row& row, steady_clock::time_point sent,
+                               steady_clock::time_point received, std::chrono::milliseconds ttl) {
+    grant g;
+    g.lock_name = row[0].template as<std::string>();
+    g.owner_token = row[1].template as<std::string>();
+    g.fencing_token = row[2].template as<std::int64_t>();
+    g.ttl = ttl;
+    g.lease_until = from_epoch(row[3].template as<double>());
+    g.deadline = core.deadline_for(sent, received, row[4].template as<double>(), ttl);
+    return g;
+}
+
+/// Copies a grant into a lease's state (attach() adds the settings).
+void set_grant(lease_state& state, const grant& granted);
 
 } // namespace dlock::internal
