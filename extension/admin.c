@@ -57,7 +57,8 @@ dlock_force_release(PG_FUNCTION_ARGS)
  * dlock.reap(idle_for, max_rows) returns bigint
  *
  * Deletes at most max_rows rows of locks free or expired for longer than
- * idle_for, skipping rows another session has locked, and raises the token
+ * idle_for and available to a new owner now (no min_hold or lock delay
+ * running), skipping rows another session has locked, and raises the token
  * floor to the highest deleted token so a name that comes back continues
  * above it. Returns 0 with a NOTICE, changing nothing, while a new name is
  * being created in an open transaction. Call repeatedly (for example from pg_cron) until it returns 0.
@@ -96,7 +97,8 @@ dlock_reap(PG_FUNCTION_ARGS)
 				 errhint("Call dlock.reap again later.")));
 		PG_RETURN_INT64(0);
 	}
-	if (dlock_execute(PLAN_REAP, values, NULL, 1) != 1)
+	if (dlock_execute(dlock_policy_present() ? PLAN_REAP_AVAILABLE : PLAN_REAP,
+					  values, NULL, 1) != 1)
 		elog(ERROR, "pg_dlock: reap returned no row");
 	reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));

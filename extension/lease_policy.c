@@ -558,6 +558,21 @@ dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_u
 }
 
 /*
+ * Whether the installed lock table has the policy columns (1.2 on).
+ */
+bool
+dlock_policy_present(void)
+{
+	DlockRows	rows;
+	bool		present;
+
+	dlock_rows_open(&rows);
+	present = policy_columns(&rows)->present;
+	dlock_rows_close(&rows);
+	return present;
+}
+
+/*
  * After dlock.force_release ended the lease of lock_name in this
  * transaction: a lease with a lock delay keeps the name from new owners
  * for that long. Caller is connected to SPI.
@@ -568,13 +583,8 @@ dlock_policy_forced(text *lock_name)
 	static SPIPlanPtr plan = NULL;
 	Datum		values[1] = {PointerGetDatum(lock_name)};
 	Oid			types[1] = {TEXTOID};
-	DlockRows	rows;
-	bool		present;
 
-	dlock_rows_open(&rows);
-	present = policy_columns(&rows)->present;
-	dlock_rows_close(&rows);
-	if (!present)
+	if (!dlock_policy_present())
 		return;
 	if (plan == NULL)
 	{

@@ -73,7 +73,7 @@ typedef enum DlockPlanId
 	PLAN_PURGE_AUDIT,
 	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
-	/* lock kinds (issue 14, holder_lease.c) */
+	/* from here on, statements on objects of 1.2: lock kinds (issue 14, holder_lease.c) */
 	PLAN_HOLDERS_CLEAR_EXPIRED,
 	PLAN_NAME_AND_HOLDERS,
 	PLAN_HOLDER_LOCK,
@@ -86,6 +86,8 @@ typedef enum DlockPlanId
 	PLAN_COUNTER_UPDATE,
 	PLAN_SEMAPHORE_RESIZE,
 	PLAN_SET_BUSY,
+	/* the lease policies' columns (1.2 on, admin.c) */
+	PLAN_REAP_AVAILABLE,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 
@@ -344,6 +346,7 @@ extern void dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 extern bool dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern void dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern void dlock_policy_forced(text *lock_name);
+extern bool dlock_policy_present(void);
 
 /* session_lease.c: identity of the session a session-bound lease ends with */
 extern Size dlock_session_shmem_size(void);

@@ -40,6 +40,32 @@ typedef struct DlockPlanDef
 
 #define FIRST_KIND_PLAN PLAN_HOLDERS_CLEAR_EXPIRED
 
+/*
+ * dlock.reap's statement; only_available is a condition on the lock row l
+ * that a row must also meet to be reaped. The caller holds the floor lock
+ * exclusively (dlock_floor_lock_exclusive), so no new name is being created
+ * from the old floor meanwhile. Rows locked by an acquire are skipped, not
+ * waited for.
+ */
+#define REAP_SQL(only_available) \
+	"WITH victims AS (" \
+	"  SELECT l.lock_name FROM dlock.distributed_lock l" \
+	"  WHERE (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())" \
+	"    AND COALESCE(l.lease_until, l.updated_at)" \
+	"        < pg_catalog.clock_timestamp() - $1" \
+	only_available \
+	"  LIMIT $2 FOR UPDATE SKIP LOCKED" \
+	"), gone AS (" \
+	"  DELETE FROM dlock.distributed_lock l USING victims v" \
+	"  WHERE l.lock_name = v.lock_name" \
+	"  RETURNING l.fencing_seq" \
+	"), raised AS (" \
+	"  INSERT INTO dlock.token_floor (reaped_max, reaped_at)" \
+	"  SELECT pg_catalog.max(g.fencing_seq), pg_catalog.clock_timestamp() FROM gone g" \
+	"  HAVING pg_catalog.count(*) > 0" \
+	"  RETURNING 1" \
+	") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone"
+
 static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 	[PLAN_FENCE] = {
 		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
@@ -65,28 +91,9 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 		1, {TEXTOID}
 	},
 
-	/*
-	 * Caller holds the floor lock exclusively (dlock_floor_lock_exclusive), so no
-	 * new name is being created from the old floor meanwhile. Rows locked by
-	 * an acquire are skipped, not waited for.
-	 */
+	/* before 1.2: no lease policies */
 	[PLAN_REAP] = {
-		"WITH victims AS ("
-		"  SELECT l.lock_name FROM dlock.distributed_lock l"
-		"  WHERE (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())"
-		"    AND COALESCE(l.lease_until, l.updated_at)"
-		"        < pg_catalog.clock_timestamp() - $1"
-		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
-		"), gone AS ("
-		"  DELETE FROM dlock.distributed_lock l USING victims v"
-		"  WHERE l.lock_name = v.lock_name"
-		"  RETURNING l.fencing_seq"
-		"), raised AS ("
-		"  INSERT INTO dlock.token_floor (reaped_max, reaped_at)"
-		"  SELECT pg_catalog.max(g.fencing_seq), pg_catalog.clock_timestamp() FROM gone g"
-		"  HAVING pg_catalog.count(*) > 0"
-		"  RETURNING 1"
-		") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone",
+		REAP_SQL(""),
 		2, {INTERVALOID, INT4OID}
 	},
 	/* keep only the highest floor row */
@@ -117,8 +124,9 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 };
 
 /*
- * Lock kinds (issue 14, holder_lease.c). $n timestamptz parameters are the
- * caller's one clock reading.
+ * Statements on objects of 1.2: the lock kinds (issue 14, holder_lease.c),
+ * whose $n timestamptz parameters are the caller's one clock reading, and
+ * the reap that knows the lease policies.
  */
 static const DlockPlanDef kind_plan_defs[] = {
 	/* waits for pins (holds) on expired holders, then frees their slots */
@@ -218,10 +226,21 @@ static const DlockPlanDef kind_plan_defs[] = {
 		"                  AND h.lease_until > pg_catalog.clock_timestamp())",
 		2, {TEXTARRAYOID, UUIDOID}
 	},
+	/*
+	 * dlock.reap from 1.2 on: a name not yet available to a new owner (a
+	 * release inside its min_hold, a lock delay still running) is not idle,
+	 * whatever idle_for says; deleting its row would make the name free.
+	 */
+	[PLAN_REAP_AVAILABLE - FIRST_KIND_PLAN] = {
+		REAP_SQL("    AND (dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,"
+				 " l.session_id, l.hold_limit, l.min_hold_until, l.lock_delay,"
+				 " l.not_before)).available_at IS NULL"),
+		2, {INTERVALOID, INT4OID}
+	},
 };
 
 StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - FIRST_KIND_PLAN,
-				 "a lock-kind plan is missing");
+				 "a plan of 1.2 is missing");
 
 static SPIPlanPtr plans[NUM_DLOCK_PLANS];
 

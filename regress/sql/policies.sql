@@ -126,4 +126,32 @@ SELECT hold_limit - acquired_at AS max_hold FROM dlock.locks WHERE lock_name = '
 -- the longest current hold is reported
 SELECT longest_hold >= '1 second' AS longest_hold_reported FROM dlock.stats;
 
+-- reap: a row whose name is not yet available to a new owner is not idle,
+-- however long ago its lease ended. Each row below ended two days ago;
+-- policy:reap-min-hold was released inside its min_hold (held from new
+-- owners for another hour), policy:reap-delay was lost with a lock delay
+-- still running for a day; policy:reap-plain, the control, has neither.
+SELECT (dlock.try_acquire('policy:reap-' || n, '1 minute', '00000000-0000-0000-0000-000000000001')).fencing_token IS NOT NULL AS acquired
+  FROM unnest(ARRAY['min-hold', 'delay', 'plain']) n;
+UPDATE dlock.distributed_lock
+   SET owner_token = NULL, lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days',
+       min_hold_until = clock_timestamp() + interval '1 hour', not_before = clock_timestamp() + interval '1 hour'
+ WHERE lock_name = 'policy:reap-min-hold';
+UPDATE dlock.distributed_lock
+   SET lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days', lock_delay = '3 days'
+ WHERE lock_name = 'policy:reap-delay';
+UPDATE dlock.distributed_lock
+   SET owner_token = NULL, lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days'
+ WHERE lock_name = 'policy:reap-plain';
+SELECT lock_name, policy_state FROM dlock.locks WHERE lock_name LIKE 'policy:reap-%' ORDER BY lock_name;
+SELECT dlock.reap('1 day') AS reaped;
+SELECT lock_name FROM dlock.distributed_lock WHERE lock_name LIKE 'policy:reap-%' ORDER BY lock_name;
+SELECT dlock.try_acquire('policy:reap-' || n, '1 minute', '00000000-0000-0000-0000-000000000002') IS NULL AS still_refused
+  FROM unnest(ARRAY['min-hold', 'delay']) n;
+-- once available, they are idle like any other row
+UPDATE dlock.distributed_lock SET not_before = clock_timestamp() - interval '1 day' WHERE lock_name = 'policy:reap-min-hold';
+UPDATE dlock.distributed_lock SET lock_delay = '1 day' WHERE lock_name = 'policy:reap-delay';
+SELECT dlock.reap('1 day') AS reaped_when_available;
+SELECT count(*) AS left_over FROM dlock.distributed_lock WHERE lock_name LIKE 'policy:reap-%';
+
 DELETE FROM dlock.distributed_lock WHERE lock_name LIKE 'policy:%';
