@@ -27,9 +27,10 @@ PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
 /*
  * dlock.force_release(lock_name, reason) returns boolean
  *
- * Ends the live lease whoever holds it and records who did it and why. The
- * lock's counter is untouched, so the next grant gets a higher token and
- * the old holder's fenced writes are refused.
+ * Ends the live exclusive lease whoever holds it, or else every live shared
+ * lease or permit of the name, and records who did it and why, a record
+ * per lease. The lock's counter is untouched, so the next grant gets a
+ * higher token and the old holders' fenced writes are refused.
  */
 Datum
 dlock_force_release(PG_FUNCTION_ARGS)
@@ -47,6 +48,14 @@ dlock_force_release(PG_FUNCTION_ARGS)
 						  DLOCK_AUDIT_FORCE, reason);
 		/* the lease was forced away, not released: its lock delay applies */
 		dlock_policy_forced(lock_name);
+	}
+	else if (OidIsValid(dlock_catalog()->holder_table) &&
+			 dlock_execute(PLAN_HOLDERS_FORCE_RELEASE, values, NULL, 0) > 0)
+	{
+		/* no lease policy applies to shared leases and permits */
+		dlock_lease_ended(lock_name, "force_release", STAT_FORCE_RELEASES,
+						  DLOCK_AUDIT_FORCE, reason);
+		ended = true;
 	}
 	SPI_finish();
 

@@ -921,24 +921,29 @@ lease_ended(text *lock_name, const char *event, DlockCounter counter,
 }
 
 /*
- * dlock_lease_ended for a statement that returned (fencing_seq, holder) in
- * SPI_tuptable; caller has an SPI connection.
+ * dlock_lease_ended for each row (fencing_seq, holder) of the statement the
+ * caller just ran through its SPI connection: the leases it ended, one
+ * exclusive lease or all the shared leases or permits of lock_name.
  */
 void
 dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
 				  DlockAuditLevel audit_from, const char *reason)
 {
-	bool		token_isnull;
-	bool		holder_isnull;
-	Datum		token = SPI_getbinval(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &token_isnull);
-	Datum		holder = SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 2, &holder_isnull);
+	SPITupleTable *ended = SPI_tuptable;
+	uint64		count = SPI_processed;
 
 	dlock_wake_waiters(lock_name);
-	lease_ended(lock_name, event, counter, audit_from, reason,
-				token_isnull ? 0 : DatumGetInt64(token), token_isnull,
-				holder_isnull ? NULL : DatumGetTextPP(holder));
+	for (uint64 i = 0; i < count; i++)
+	{
+		bool		token_isnull;
+		bool		holder_isnull;
+		Datum		token = SPI_getbinval(ended->vals[i], ended->tupdesc, 1, &token_isnull);
+		Datum		holder = SPI_getbinval(ended->vals[i], ended->tupdesc, 2, &holder_isnull);
+
+		lease_ended(lock_name, event, counter, audit_from, reason,
+					token_isnull ? 0 : DatumGetInt64(token), token_isnull,
+					holder_isnull ? NULL : DatumGetTextPP(holder));
+	}
 }
 
 /*

@@ -86,6 +86,7 @@ typedef enum DlockPlanId
 	PLAN_COUNTER_UPDATE,
 	PLAN_SEMAPHORE_RESIZE,
 	PLAN_SET_BUSY,
+	PLAN_HOLDERS_FORCE_RELEASE,
 	/* the lease policies' columns (1.2 on, admin.c) */
 	PLAN_REAP_AVAILABLE,
 	NUM_DLOCK_PLANS

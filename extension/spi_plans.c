@@ -125,8 +125,8 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 
 /*
  * Statements on objects of 1.2: the lock kinds (issue 14, holder_lease.c),
- * whose $n timestamptz parameters are the caller's one clock reading, and
- * the reap that knows the lease policies.
+ * whose $n timestamptz parameters are the caller's one clock reading, the
+ * force release of holders and the reap that knows the lease policies.
  */
 static const DlockPlanDef kind_plan_defs[] = {
 	/* waits for pins (holds) on expired holders, then frees their slots */
@@ -214,6 +214,15 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" WHERE h.lock_name = $1 AND h.kind = 'p' AND h.owner_token IS NOT NULL"
 		"   AND h.lease_until > pg_catalog.clock_timestamp()",
 		2, {TEXTOID, INT4OID}
+	},
+	/* admin.c: dlock.force_release of a name's shared leases or permits, all of them */
+	[PLAN_HOLDERS_FORCE_RELEASE - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h SET owner_token = NULL,"
+		"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()"
+		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
+		"   AND h.lease_until > pg_catalog.clock_timestamp()"
+		" RETURNING h.fencing_seq, h.holder",
+		1, {TEXTOID}
 	},
 	/* multi_lock.c: is a name of the set held by another owner, in any kind? */
 	[PLAN_SET_BUSY - FIRST_KIND_PLAN] = {

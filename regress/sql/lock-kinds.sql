@@ -208,6 +208,46 @@ RESET ROLE;
 DROP ROLE regress_kinds_sets;
 
 ------------------------------------------------------------------------
+-- Force release of shared leases and permits
+------------------------------------------------------------------------
+-- two hung readers: force_release ends both, an audit record each, their
+-- tokens are no longer held nor renewable, and a writer gets the name at
+-- once with a token above theirs
+SELECT count(*) AS readers
+  FROM generate_series(1, 2) i,
+       dlock.try_acquire_shared('forced:report', '1 minute',
+                                ('00000000-0000-0000-0000-0000000000f' || i)::uuid, 'reader-' || i) r
+ WHERE r.fencing_token IS NOT NULL;
+SELECT array_agg(fencing_token) AS reader_tokens FROM dlock.lock_holders
+ WHERE lock_name = 'forced:report' \gset
+SELECT dlock.force_release('forced:report', 'regress: readers hung') AS forced;
+SELECT count(*) AS live_readers FROM dlock.lock_holders WHERE lock_name = 'forced:report';
+SELECT bool_or(dlock.holds('forced:report', t)) AS any_reader_held
+  FROM unnest(:'reader_tokens'::bigint[]) t;
+SELECT dlock.renew('forced:report', '00000000-0000-0000-0000-0000000000f1', '1 minute') IS NULL AS renew_refused;
+SELECT event, holder, fencing_token = ANY (:'reader_tokens'::bigint[]) AS reader_token, reason
+  FROM dlock.audit_log WHERE lock_name = 'forced:report' ORDER BY holder;
+SELECT fencing_token > ALL (:'reader_tokens'::bigint[]) AS writer_above_readers
+  FROM dlock.try_acquire('forced:report', '1 minute', '00000000-0000-0000-0000-0000000000f9');
+SELECT dlock.release('forced:report', '00000000-0000-0000-0000-0000000000f9') AS released;
+-- nothing live: nothing to end, nothing recorded
+SELECT dlock.force_release('forced:report', 'regress: nothing held') AS forced_again;
+SELECT count(*) AS audit_records FROM dlock.audit_log WHERE lock_name = 'forced:report';
+-- a semaphore's permits, all of them; the freed permits are granted again
+SELECT count(*) AS permits
+  FROM generate_series(1, 2) i,
+       dlock.try_acquire_permit('forced:export', 2, '1 minute',
+                                ('00000000-0000-0000-0000-0000000000e' || i)::uuid, 'export-' || i) p
+ WHERE p.fencing_token IS NOT NULL;
+SELECT dlock.force_release('forced:export', 'regress: exports hung') AS forced;
+SELECT count(*) AS live_permits FROM dlock.lock_holders WHERE lock_name = 'forced:export';
+SELECT owner_token FROM dlock.try_acquire_permit('forced:export', 2, '1 minute',
+                                                 '00000000-0000-0000-0000-0000000000e3', 'export-3');
+SELECT dlock.release('forced:export', '00000000-0000-0000-0000-0000000000e3') AS released;
+-- operations.sql reads the whole audit log
+DELETE FROM dlock.audit_log WHERE lock_name LIKE 'forced:%';
+
+------------------------------------------------------------------------
 -- Bad input
 ------------------------------------------------------------------------
 -- refused: NULL arguments (22004)
