@@ -52,6 +52,8 @@
 #include "postgres.h"
 
 #include <limits.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "commands/async.h"
@@ -101,18 +103,10 @@ PGDLLEXPORT void dlock_event_sender_main(Datum main_arg);
 /* Records start at multiples of this, so a record header always fits */
 #define RECORD_ALIGN 16
 
-/*
- * While the records in the queue leave room for it, a record that would
- * start past this offset of the ring (a quarter of a smaller ring) starts
- * at its beginning instead. So
- * the records stay in the ring's first pages, which every backend has
- * touched already, rather than march through all of it: a process's first
- * touch of a page of shared memory is a page fault, and with new sessions
- * (a pool that recycles its connections, the benchmark's clients) each
- * took up to one per 4 kB of events (case 7: 8 783 faults in 3 s against
- * 230 with events off, most of the events' cost on a virtual machine).
- */
-#define RECORD_WINDOW (64 * 1024)
+/* Linux 5.14; older kernels refuse it (EINVAL), and faults do the work */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 typedef enum EventRecordState
 {
@@ -178,6 +172,43 @@ queue_shmem_size(void)
 {
 	return add_size(offsetof(EventQueueShared, ring),
 					TYPEALIGN(RECORD_ALIGN, (Size) event_queue_kb * 1024));
+}
+
+/*
+ * The ring enters a process's page table a chunk at a time, with one system
+ * call. A process's first touch of each page of shared memory is a page
+ * fault, and the records march through all of the ring: every new session
+ * that wrote events, and every sender, took up to one fault per 4 kB of
+ * events until it had touched each page (case 7 at 8 clients: 8 800 page
+ * faults in 3 s against 230 with events off, and 75-100 us more backend
+ * CPU per pair on a virtual machine, where a fault is dear).
+ */
+#define RING_CHUNK (256 * 1024)
+#define MAX_EVENT_QUEUE_KB (1024 * 1024)
+#define MAX_RING_CHUNKS (MAX_EVENT_QUEUE_KB * 1024L / RING_CHUNK)
+
+/* In this process: which chunks of the ring are in its page table */
+static bool ring_chunk_mapped[MAX_RING_CHUNKS + 1];
+
+/*
+ * Make sure the chunk of the ring that holds position pos is in this
+ * process's page table. An advice: whatever the kernel says (a kernel
+ * before 5.14 refuses it), the pages fault in when touched.
+ */
+static void
+map_ring_chunk(uint64 pos)
+{
+	Size		chunk = (Size) (pos % queue->size) / RING_CHUNK;
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start;
+	uintptr_t	end;
+
+	if (ring_chunk_mapped[chunk])
+		return;
+	ring_chunk_mapped[chunk] = true;
+	start = (uintptr_t) (queue->ring + chunk * RING_CHUNK) & ~(page - 1);
+	end = (uintptr_t) (queue->ring + Min((chunk + 1) * RING_CHUNK, queue->size));
+	(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
 }
 
 /*
@@ -334,16 +365,12 @@ dlock_event_queue_reserve(const char *payloads, Size len, int nevents)
 	StaticAssertStmt(offsetof(EventRecord, payloads) <= RECORD_ALIGN,
 					 "a record header must fit in RECORD_ALIGN bytes");
 	Assert(queue != NULL && nevents > 0);
+	/* where the record will most likely go: not under the lock */
+	map_ring_chunk(queue->head);
 	LWLockAcquire(queue_lock, LW_EXCLUSIVE);
 	pos = queue->head;
 	to_end = queue->size - pos % queue->size;
-	if (to_end < need)
-		pad = to_end;
-	else if (pos % queue->size >= Min(RECORD_WINDOW, queue->size / 4) &&
-			 queue->size - (queue->head - queue->tail) >= to_end + need)
-		pad = to_end;			/* back to the start: see RECORD_WINDOW */
-	else
-		pad = 0;
+	pad = to_end < need ? to_end : 0;
 	if (queue->size - (queue->head - queue->tail) < pad + need)
 	{
 		advance_tail();
@@ -356,7 +383,7 @@ dlock_event_queue_reserve(const char *payloads, Size len, int nevents)
 	}
 	if (pad > 0)
 	{
-		/* records never wrap: fill the rest of the ring and start over */
+		/* records never wrap: fill the end of the ring and start over */
 		record = RECORD_AT(pos);
 		record->length = pad;
 		record->nevents = 0;
@@ -373,6 +400,7 @@ dlock_event_queue_reserve(const char *payloads, Size len, int nevents)
 	LWLockRelease(queue_lock);
 
 	/* nobody reads a reserved record's payloads */
+	map_ring_chunk(pos + need - 1);
 	memcpy(record->payloads, payloads, len);
 	return (int64) pos;
 }
@@ -476,8 +504,10 @@ take_batch(Oid database, StringInfo batch, QueueRest *rest, Oid *orphan)
 	for (pos = Max(sender_cursor, queue->tail); pos < queue->head;
 		 pos += RECORD_AT(pos)->length)
 	{
-		EventRecord *record = RECORD_AT(pos);
+		EventRecord *record;
 
+		map_ring_chunk(pos);
+		record = RECORD_AT(pos);
 		if (record->database != database)
 		{
 			if (record->state == RECORD_COMMITTED && !OidIsValid(*orphan))
@@ -492,6 +522,8 @@ take_batch(Oid database, StringInfo batch, QueueRest *rest, Oid *orphan)
 		if (record->state == RECORD_COMMITTED)
 		{
 			char	   *payload = record->payloads;
+
+			map_ring_chunk(pos + record->length - 1);
 
 			if (taken >= SENDER_BATCH_EVENTS)
 			{
@@ -727,7 +759,7 @@ dlock_event_queue_init(void)
 							gettext_noop("Size of the shared memory queue that hands lock events to the pg_dlock event senders."),
 							gettext_noop("A transaction whose events do not fit drops them (dlock.stats.events_dropped)."),
 							&event_queue_kb,
-							8192, 64, 1024 * 1024,
+							8192, 64, MAX_EVENT_QUEUE_KB,
 							PGC_POSTMASTER,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
