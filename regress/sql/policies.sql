@@ -135,7 +135,7 @@ SELECT (dlock.try_acquire('policy:reap-' || n, '1 minute', '00000000-0000-0000-0
   FROM unnest(ARRAY['min-hold', 'delay', 'plain']) n;
 UPDATE dlock.distributed_lock
    SET owner_token = NULL, lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days',
-       min_hold_until = clock_timestamp() + interval '1 hour', not_before = clock_timestamp() + interval '1 hour'
+       min_hold_until = now() + interval '1 hour', not_before = now() + interval '1 hour'
  WHERE lock_name = 'policy:reap-min-hold';
 UPDATE dlock.distributed_lock
    SET lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days', lock_delay = '3 days'

@@ -464,7 +464,8 @@ pidfile = {d}/pgbouncer.pid
         for line in (out or "").splitlines():
             parts = line.split(" ", 2)
             if len(parts) >= 2:
-                rows.append(parts)
+                # the output's last line comes stripped: an empty application_name is lost
+                rows.append(parts + [""] * (3 - len(parts)))
         return rows
 
     # --- the end ------------------------------------------------------
