@@ -199,13 +199,14 @@ static void
 map_ring_chunk(uint64 pos)
 {
 	Size		chunk = (Size) (pos % queue->size) / RING_CHUNK;
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	page;
 	uintptr_t	start;
 	uintptr_t	end;
 
 	if (ring_chunk_mapped[chunk])
 		return;
 	ring_chunk_mapped[chunk] = true;
+	page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	start = (uintptr_t) (queue->ring + chunk * RING_CHUNK) & ~(page - 1);
 	end = (uintptr_t) (queue->ring + Min((chunk + 1) * RING_CHUNK, queue->size));
 	(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
