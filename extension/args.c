@@ -79,6 +79,68 @@ dlock_interval_usecs(const Interval *interval)
 }
 
 /*
+ * t + usecs, saturated to the finite timestamps: the one addition of a
+ * duration to a clock reading for deadlines and lease ends. The arguments
+ * that reach it were bounded by dlock_check_interval_end, so saturation only
+ * guards against a clock far in the future.
+ */
+TimestampTz
+dlock_time_plus(TimestampTz t, int64 usecs)
+{
+	TimestampTz result;
+
+	if (pg_add_s64_overflow(t, usecs, &result) || result >= END_TIMESTAMP)
+		return END_TIMESTAMP - 1;
+	if (result < MIN_TIMESTAMP)
+		return MIN_TIMESTAMP;
+	return result;
+}
+
+/*
+ * Refuse (invalid_parameter_value) a duration argument whose end, counted
+ * from the current clock reading, is not a finite timestamp: a wait of
+ * "1000000 years" or a max_hold of "300000 years" has no deadline and no
+ * end a lease row could store.
+ */
+void
+dlock_check_interval_end(int64 usecs, const char *argname, const Interval *given)
+{
+	TimestampTz end;
+
+	if (!pg_add_s64_overflow(GetCurrentTimestamp(), usecs, &end) &&
+		IS_VALID_TIMESTAMP(end))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s is too long", argname),
+			 errdetail("The %s given was \"%s\"; counted from now it ends past the last timestamp PostgreSQL can represent.",
+					   argname,
+					   DatumGetCString(DirectFunctionCall1(interval_out,
+														   IntervalPGetDatum(given))))));
+}
+
+/*
+ * Return the wait argument in microseconds: not NULL, not negative, and
+ * ending at a finite timestamp.
+ */
+int64
+dlock_arg_wait(FunctionCallInfo fcinfo, int argno)
+{
+	Interval   *wait;
+	int64		usecs;
+
+	dlock_require_arg(fcinfo, argno, "wait");
+	wait = PG_GETARG_INTERVAL_P(argno);
+	usecs = dlock_interval_usecs(wait);
+	if (usecs < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	dlock_check_interval_end(usecs, "wait", wait);
+	return usecs;
+}
+
+/*
  * Return the ttl argument in microseconds: positive and at most dlock.max_ttl.
  *
  * This is the one conversion of a ttl: the lease ends exactly this many

@@ -57,6 +57,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -140,21 +141,6 @@ dlock_expiry_worker_schedule(TimestampTz lease_until)
 }
 
 /*
- * Run one statement of a run; returns the number of rows.
- */
-static uint64
-run_sql(const char *sql, int nargs, Oid *argtypes, Datum *values)
-{
-	int			ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL,
-											false, 0);
-
-	if (ret < 0)
-		elog(ERROR, "pg_dlock expiry worker: statement failed: %s",
-			 SPI_result_code_string(ret));
-	return SPI_processed;
-}
-
-/*
  * Report up to EXPIRY_BATCH expired leases not reported yet; true when the
  * batch was full. Leases whose row another transaction has locked (an
  * acquire taking them over, typically) are skipped: that transaction will
@@ -163,26 +149,10 @@ run_sql(const char *sql, int nargs, Oid *argtypes, Datum *values)
 static bool
 report_expiries(void)
 {
-	Oid			argtypes[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(EXPIRY_BATCH)};
 	uint64		n;
 
-	n = run_sql("WITH expired AS ("
-				"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until"
-				"    FROM dlock.distributed_lock l"
-				"    LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
-				"   WHERE l.owner_token IS NOT NULL"
-				"     AND l.lease_until <= pg_catalog.clock_timestamp()"
-				"     AND r.fencing_token IS DISTINCT FROM l.fencing_seq"
-				"   ORDER BY l.lease_until LIMIT $1"
-				"   FOR SHARE OF l SKIP LOCKED"
-				"), recorded AS ("
-				"  INSERT INTO dlock.expiry_reported AS r (lock_name, fencing_token)"
-				"  SELECT e.lock_name, e.fencing_seq FROM expired e"
-				"  ON CONFLICT (lock_name) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
-				") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until"
-				"    FROM expired e ORDER BY e.lease_until",
-				1, argtypes, values);
+	n = dlock_execute(PLAN_EXPIRY_REPORT, values, NULL, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -213,12 +183,7 @@ next_expiry_to_report(void)
 	Datum		earliest;
 	TimestampTz now = GetCurrentTimestamp();
 
-	(void) run_sql("SELECT pg_catalog.min(l.lease_until)"
-				   "  FROM dlock.distributed_lock l"
-				   "  LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
-				   " WHERE l.owner_token IS NOT NULL"
-				   "   AND r.fencing_token IS DISTINCT FROM l.fencing_seq",
-				   0, NULL, NULL);
+	(void) dlock_execute(PLAN_EXPIRY_NEXT, NULL, NULL, 0);
 	earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		return NO_EXPIRY;
@@ -234,13 +199,9 @@ next_expiry_to_report(void)
 static bool
 extension_ready(void)
 {
-	bool		isnull;
-
 	if (!OidIsValid(get_extension_oid("pg_dlock", true)))
 		return false;
-	(void) run_sql("SELECT pg_catalog.to_regclass('dlock.expiry_reported') IS NOT NULL",
-				   0, NULL, NULL);
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return OidIsValid(get_relname_relid("expiry_reported", dlock_require_own_schema()));
 }
 
 static void
@@ -269,7 +230,6 @@ end_run_transaction(void)
 static void
 run_maintenance(void)
 {
-	Oid			argtypes[1] = {INTERVALOID};
 	Datum		values[1];
 
 	values[0] = PointerGetDatum(palloc0(sizeof(Interval)));
@@ -280,7 +240,7 @@ run_maintenance(void)
 		int64		reaped;
 
 		begin_run_transaction("pg_dlock expiry worker: dlock.reap");
-		(void) run_sql("SELECT dlock.reap($1)", 1, argtypes, values);
+		(void) dlock_execute(PLAN_WORKER_REAP, values, NULL, 0);
 		reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		end_run_transaction();
 		if (reaped == 0)
@@ -291,7 +251,7 @@ run_maintenance(void)
 	{
 		((Interval *) DatumGetPointer(values[0]))->time = (int64) audit_retention_secs * USECS_PER_SEC;
 		begin_run_transaction("pg_dlock expiry worker: dlock.purge_audit_log");
-		(void) run_sql("SELECT dlock.purge_audit_log($1)", 1, argtypes, values);
+		(void) dlock_execute(PLAN_WORKER_PURGE_AUDIT, values, NULL, 0);
 		end_run_transaction();
 	}
 }
@@ -314,6 +274,12 @@ dlock_expiry_run_main(Datum main_arg)
 
 	/* never wait long for a row or table another session holds */
 	SetConfigOption("lock_timeout", "5s", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * The database's owner chooses its settings, and this process is the
+	 * bootstrap superuser: nothing it runs may resolve a name through them.
+	 * Every statement also pins this path itself (dlock_execute).
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
 	SpinLockAcquire(&expiry_shared->mutex);
 	expiry_shared->database = MyDatabaseId;
@@ -333,12 +299,7 @@ dlock_expiry_run_main(Datum main_arg)
 		if (ready)
 		{
 			more = report_expiries();
-			(void) run_sql("DELETE FROM dlock.expiry_reported r WHERE NOT EXISTS"
-						   " (SELECT 1 FROM dlock.distributed_lock l"
-						   "   WHERE l.lock_name = r.lock_name"
-						   "     AND l.fencing_seq = r.fencing_token"
-						   "     AND l.owner_token IS NOT NULL)",
-						   0, NULL, NULL);
+			(void) dlock_execute(PLAN_EXPIRY_FORGET, NULL, NULL, 0);
 			next = next_expiry_to_report();
 		}
 		end_run_transaction();

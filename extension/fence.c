@@ -75,20 +75,11 @@ dlock_fence(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* The OID of the extension's dlock.holds(text, bigint) */
-static Oid
-holds_function_oid(void)
-{
-	Oid			argtypes[2] = {TEXTOID, INT8OID};
-
-	return dlock_own_function("holds", 2, argtypes);
-}
-
 /*
  * Strict mode of enforce_fencing: the row's token must be the live lease of
- * the lock named in the row's lock_column. dlock.holds is called through
- * fmgr, so it runs with its SECURITY DEFINER rights and pins the lease
- * until the writing transaction ends, exactly as an explicit holds() would.
+ * the lock named in the row's lock_column, checked and pinned until the
+ * writing transaction ends exactly as an explicit holds() would, under the
+ * same privilege rule (holds.c).
  */
 static void
 require_live_lease(Relation rel, HeapTuple tuple, int lock_attnum,
@@ -103,8 +94,7 @@ require_live_lease(Relation rel, HeapTuple tuple, int lock_attnum,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("lock name column \"%s\" of relation \"%s\" must not be null",
 						lock_column, RelationGetRelationName(rel))));
-	if (!DatumGetBool(OidFunctionCall2(holds_function_oid(), lock_name,
-									   Int64GetDatum(token))))
+	if (!dlock_pin_lease(DatumGetTextPP(lock_name), token))
 	{
 		dlock_count(STAT_FENCE_REJECTIONS, 1);
 		ereport(ERROR,

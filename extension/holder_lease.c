@@ -99,6 +99,9 @@ PG_FUNCTION_INFO_V1(dlock_resize_semaphore);
 /* Tokens a slot reserves from its name's counter at a time */
 #define HOLDER_TOKEN_BLOCK 256
 
+/* How soon an acquire looks again at expired slots that are still pinned */
+#define PINNED_SLOT_POLL_USECS (10 * 1000)
+
 /* Most slots a shared lock grows to; one per concurrent reader */
 #define MAX_SHARED_SLOTS 10000
 
@@ -119,6 +122,20 @@ typedef struct HolderArgs
 /* The kind lock taken by the current exclusive attempt, if newly taken */
 static bool exclusive_kind_lock_taken = false;
 static text *exclusive_kind_lock_name = NULL;
+
+/*
+ * The mode in which a grant of this kind takes the name's kind lock, kept
+ * to the end of the granting transaction when it grants. Readers share it.
+ * Permit grants exclude each other: each decides on the permits committed
+ * before it, so two grants asking for different numbers of permits cannot
+ * both see the semaphore empty; and ShareRowExclusiveLock also conflicts
+ * with the readers' ShareLock and the writers' ExclusiveLock.
+ */
+static LOCKMODE
+kind_lock_mode(char kind)
+{
+	return kind == KIND_PERMIT ? ShareRowExclusiveLock : ShareLock;
+}
 
 static const char *
 kind_noun(char kind)
@@ -199,6 +216,7 @@ typedef struct HolderProbe
 	TimestampTz first_expiry;	/* earliest lease_until of a live holder */
 	bool		any_live;
 	bool		any_expired;	/* an expired holder still owns its slot */
+	int			nexpired;		/* how many */
 	bool		any_slot;		/* the name has slot rows at all */
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
 } HolderProbe;
@@ -216,7 +234,10 @@ probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 		return;
 	until = DatumGetTimestampTz(heap_getattr(tuple, Anum_holder_lease_until, desc, &isnull));
 	if (isnull || until <= probe->now)
+	{
 		probe->any_expired = true;
+		probe->nexpired++;
+	}
 	else
 	{
 		if (!probe->any_live || until < probe->first_expiry)
@@ -283,6 +304,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 	probe.now = GetCurrentTimestamp();
 	probe.first_expiry = 0;
 	probe.any_live = probe.any_expired = probe.any_slot = false;
+	probe.nexpired = 0;
 	probe.counter = 0;
 	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
 	if (probe.any_live)
@@ -296,15 +318,28 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 	*holder_token = probe.counter;
 	if (probe.any_expired)
 	{
-		/* rare: wait for their pins, then free their slots */
-		Datum		values[2];
+		/*
+		 * Rare: free their slots once their pins end. Without a deadline
+		 * the statement waits for the pins as an UPDATE would; with one,
+		 * pinned slots are skipped and the attempt is refused until they
+		 * are free, so the caller's wait bounds this one. Either way the
+		 * grant is decided again on the slots as they are then: a slot
+		 * waited for may have changed meanwhile.
+		 */
+		Datum		values[1] = {PointerGetDatum(lock_name)};
+		int			freed;
 
-		values[0] = PointerGetDatum(lock_name);
-		values[1] = TimestampTzGetDatum(probe.now);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_dlock: SPI_connect failed");
-		(void) dlock_execute(PLAN_HOLDERS_CLEAR_EXPIRED, values, NULL, 0);
+		freed = dlock_execute(deadline == 0 ? PLAN_HOLDERS_CLEAR_EXPIRED :
+							  PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED, values, NULL, 0);
 		SPI_finish();
+		if (freed < probe.nexpired && deadline != 0)
+		{
+			*busy_until = dlock_time_plus(GetCurrentTimestamp(), PINNED_SLOT_POLL_USECS);
+			return EXCLUSIVE_BUSY;
+		}
+		return EXCLUSIVE_RETRY;
 	}
 	return EXCLUSIVE_ALLOWED;
 }
@@ -332,17 +367,33 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 			  TimestampTz *lease_until, int64 *token)
 {
 	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 	Datum		values[5];
 	bool		isnull;
+	int32		slot;
 
+	/*
+	 * Lock the owner's slot first (waiting for a pin or a concurrent change
+	 * as an UPDATE would), then decide on the slot as it is now, at a clock
+	 * reading taken after the wait: a lease that expired while its renewal
+	 * waited for a pin is gone, as for an exclusive lease.
+	 */
 	values[0] = PointerGetDatum(lock_name);
 	values[1] = UUIDPGetDatum(owner);
-	values[2] = TimestampTzGetDatum(now + ttl_usecs);
+	if (dlock_execute(PLAN_HOLDER_OWN_LOCK, values, NULL, 1) == 0)
+		return false;
+	slot = DatumGetInt32(spi_value(0, 1, &isnull));
+	now = GetCurrentTimestamp();
+	if (DatumGetTimestampTz(spi_value(0, 2, &isnull)) <= now)
+		return false;
+
+	values[1] = Int32GetDatum(slot);
+	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_time_plus(now, ttl_usecs) : now);
 	values[3] = BoolGetDatum(ttl_usecs > 0);
 	values[4] = TimestampTzGetDatum(now);
-	if (dlock_execute(PLAN_HOLDER_CHANGE, values, NULL, 0) == 0)
-		return false;
+	if (dlock_execute(PLAN_HOLDER_CHANGE, values, NULL, 0) != 1)
+		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
+			 slot, text_to_cstring(lock_name));
 	*token = DatumGetInt64(spi_value(0, 1, &isnull));
 	*lease_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
 	if (ttl_usecs > 0)
@@ -575,13 +626,9 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		(void) spi_value(0, 1, &isnull);
 		name_exists = !isnull;
 	}
+	/* the exclusive side was decided by name_admits_holders */
 	if (name_exists)
 	{
-		if (DatumGetBool(spi_value(0, 2, &isnull)))
-		{
-			attempt->busy_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
-			return false;
-		}
 		name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
 		name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
 		name_system = DatumGetInt64(spi_value(0, 6, &isnull));
@@ -715,7 +762,7 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	values[4] = UUIDPGetDatum(args->owner);
 	values[5] = Int64GetDatum(token);
 	values[6] = Int64GetDatum(block_end);
-	values[7] = TimestampTzGetDatum(now + args->ttl_usecs);
+	values[7] = TimestampTzGetDatum(dlock_time_plus(now, args->ttl_usecs));
 	values[8] = PointerGetDatum(args->holder);
 	nulls[8] = args->holder == NULL ? 'n' : ' ';
 	values[9] = TimestampTzGetDatum(now);
@@ -725,57 +772,74 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot.slot, text_to_cstring(args->lock_name));
 
-	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, now + args->ttl_usecs);
+	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token,
+										DatumGetTimestampTz(values[7]));
 	attempt->acquired = true;
 	dlock_require_durable_commit();
 	dlock_count(args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS, 1);
-	dlock_event("acquire", args->lock_name, token, args->holder, now + args->ttl_usecs);
+	dlock_event("acquire", args->lock_name, token, args->holder, DatumGetTimestampTz(values[7]));
 	return true;
 }
 
 /*
- * Before a holder grant of lock_name: clear the exclusive_only mark of the
- * name's row (the caller holds the kind lock in ShareLock), deciding on the
- * newest version that no exclusive lease is live. Returns false when one
- * is, with *busy_until its expiry, or when the wait for another
- * transaction's row lock reached deadline (0: waits as an UPDATE would);
- * then it holds no row lock. After a true return the caller decides on the
- * committed state as before; the row lock it now holds (only when the mark
- * had to be cleared) keeps exclusive grants out until it commits. That
- * decision does not refuse: a marked row means no holder of the name is
- * live or pinned (the exclusive grant that checked freed the expired ones),
- * and holders arriving meanwhile wait for this row lock, so a free slot is
- * there; a refused attempt therefore still holds nothing.
+ * Before a holder grant of lock_name (the caller holds the kind lock): may
+ * the name's exclusive side let a shared lease or permit in? Decided on the
+ * newest version of the name's row at one clock reading by the rule every
+ * exclusive grant applies (lease_policy.c): no live exclusive lease, and
+ * nothing keeping the name from new owners (a release inside min_hold, a
+ * lock delay after an expiry or a force release). An expired exclusive
+ * lease still pinned by holds() is waited for, so that the stale holder's
+ * fenced transaction ends before a reader's lease begins; and the
+ * exclusive_only mark is cleared under the row lock. Returns false when
+ * the name is not available, with *busy_until when it will be (0: unknown),
+ * or when a wait reached deadline (0: waits as an UPDATE would); then it
+ * holds no row lock. After a true return the caller decides on the slots;
+ * the row lock it now holds (only when the mark had to be cleared) keeps
+ * exclusive grants out until it commits. That decision does not refuse: a
+ * marked row means no holder of the name is live or pinned (the exclusive
+ * grant that checked freed the expired ones), and holders arriving
+ * meanwhile wait for this row lock, so a free slot is there; a refused
+ * attempt therefore still holds nothing.
  */
 static bool
-clear_exclusive_only(text *lock_name, TimestampTz deadline, TimestampTz *busy_until)
+name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_until)
 {
 	DlockRows	rows;
 	DlockRow	row;
-	bool		cleared = false;
+	bool		decided = false;
 	bool		refused = false;
 
 	dlock_rows_open(&rows);
-	while (!cleared && !refused &&
-		   dlock_row_read(&rows, lock_name, &row) &&
-		   dlock_row_exclusive_only(&rows, &row))
+	while (!decided && !refused && dlock_row_read(&rows, lock_name, &row))
 	{
-		TimestampTz until = row.nulls[Anum_lease_until - 1] ? 0 :
-			DatumGetTimestampTz(row.values[Anum_lease_until - 1]);
+		TimestampTz now = GetCurrentTimestamp();
+		DlockPolicyView view;
 
-		/* the rule grant_holder applies to the exclusive lease */
-		if (!row.nulls[Anum_owner_token - 1] && until > GetCurrentTimestamp())
+		dlock_policy_view(&rows, &row, now, &view);
+		if (view.live || view.available_at != 0)
 		{
-			*busy_until = until;
+			*busy_until = view.available_at;
 			refused = true;
 			break;
+		}
+		if (!dlock_row_exclusive_only(&rows, &row))
+		{
+			/* an expired exclusive lease's pin ends first */
+			if (row.nulls[Anum_owner_token - 1] || !dlock_row_pinned(&rows, &row))
+				decided = true;
+			else if (!dlock_row_wait(&rows, &row, deadline))
+			{
+				*busy_until = 0;
+				refused = true;
+			}
+			continue;
 		}
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
 		{
 			case ROW_LOCKED:
 				dlock_row_set_exclusive_only(&rows, &row, false);
 				dlock_row_update(&rows, &row);
-				cleared = true;
+				decided = true;
 				break;
 			case ROW_CHANGED:
 				break;
@@ -810,12 +874,12 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"pg_dlock\" must be updated for shared leases and permits"),
 				 errhint("Run ALTER EXTENSION pg_dlock UPDATE.")));
-	if (!take_kind_lock(args->lock_name, ShareLock, deadline, &result, &waited))
+	if (!take_kind_lock(args->lock_name, kind_lock_mode(args->kind), deadline, &result, &waited))
 		return;
 
 	/* writer preference: nobody queued for the name goes after us */
 	if (!dlock_wait_queued_ahead(args->lock_name) &&
-		clear_exclusive_only(args->lock_name, deadline, &attempt->busy_until))
+		name_admits_holders(args->lock_name, deadline, &attempt->busy_until))
 	{
 		DlockOwnerScope scope;
 
@@ -827,7 +891,7 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		SPI_finish();
 	}
 	if (!attempt->acquired)
-		dlock_kind_unlock(args->lock_name, ShareLock);
+		dlock_kind_unlock(args->lock_name, kind_lock_mode(args->kind));
 }
 
 /*
@@ -856,14 +920,7 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 	}
 	args->ttl_usecs = dlock_arg_ttl(fcinfo, arg++);
 	if (with_wait)
-	{
-		dlock_require_arg(fcinfo, arg, "wait");
-		wait_usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(arg++));
-		if (wait_usecs < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("wait must not be negative")));
-	}
+		wait_usecs = dlock_arg_wait(fcinfo, arg++);
 	args->owner = dlock_arg_owner_token(fcinfo, arg++);
 	if (args->owner == NULL)
 		args->owner = dlock_new_owner_token();

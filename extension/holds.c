@@ -26,9 +26,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type_d.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/guc.h"
@@ -122,6 +124,40 @@ holds_xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * The one rule for who may pin a lease: a pin stalls the lease's holder and
+ * any takeover, so only a role that may execute dlock.holds or
+ * dlock.assert_holds (revoked from PUBLIC) may take one, whether it asks
+ * through those functions or through a strict enforce_fencing trigger on a
+ * table of its own. The functions' OIDs are kept per catalog generation.
+ */
+static void
+require_pin_privilege(text *lock_name)
+{
+	static uint32 generation = 0;
+	static Oid	holds_oid = InvalidOid;
+	static Oid	assert_holds_oid = InvalidOid;
+	Oid			user = GetUserId();
+
+	if (generation == 0 || generation != dlock_catalog()->generation)
+	{
+		Oid			argtypes[2] = {TEXTOID, INT8OID};
+
+		holds_oid = dlock_own_function("holds", 2, argtypes, true);
+		assert_holds_oid = dlock_own_function("assert_holds", 2, argtypes, true);
+		generation = dlock_catalog()->generation;
+	}
+	if (pg_proc_aclcheck(holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK ||
+		pg_proc_aclcheck(assert_holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to pin lock \"%s\"", text_to_cstring(lock_name)),
+			 errdetail("Checking a lease pins it as dlock.holds() does, and role \"%s\" may execute neither dlock.holds nor dlock.assert_holds.",
+					   GetUserNameFromId(user, false)),
+			 errhint("Grant EXECUTE on dlock.holds(text, bigint) to the role that writes the fenced table.")));
+}
+
+/*
  * Check the token against the lock and pin the lease when it is live. The
  * check is made on the newest committed version of the row with one clock
  * reading; a row being changed by another transaction (a release, a
@@ -136,6 +172,7 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 	DlockRows	rows;
 	bool		held = false;
 
+	require_pin_privilege(lock_name);
 	dlock_rows_open(&rows);
 	while ((*found = dlock_row_read(&rows, lock_name, row)))
 	{
@@ -172,6 +209,19 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 	else
 		dlock_count(STAT_HOLDS_REJECTIONS, 1);
 	return held;
+}
+
+/*
+ * Pin the lease of lock_name whose fencing token is token, for a strict
+ * enforce_fencing trigger: true when it is live, as dlock.holds() says.
+ */
+bool
+dlock_pin_lease(text *lock_name, int64 token)
+{
+	DlockRow	row;
+	bool		found;
+
+	return holds_token(lock_name, token, &row, &found);
 }
 
 /*

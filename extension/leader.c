@@ -24,8 +24,6 @@
 
 PG_FUNCTION_INFO_V1(dlock_leader);
 
-static SPIPlanPtr leader_plan = NULL;
-
 /*
  * dlock.leader(election) returns (holder, fencing_token, since, lease_until)
  *
@@ -41,32 +39,14 @@ dlock_leader(PG_FUNCTION_ARGS)
 	HeapTuple	result = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
 	Datum		args[1] = {PointerGetDatum(election)};
-	int			ret;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_dlock: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	SPI_connect();
-	if (leader_plan == NULL)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-		SPIPlanPtr	plan = SPI_prepare("SELECT l.holder, l.fencing_seq, l.acquired_at, l.lease_until"
-									   "  FROM dlock.distributed_lock l"
-									   " WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL"
-									   "   AND l.lease_until > pg_catalog.clock_timestamp()",
-									   1, argtypes);
-
-		if (plan == NULL || SPI_keepplan(plan) != 0)
-			elog(ERROR, "pg_dlock: could not prepare the leader statement: %s",
-				 SPI_result_code_string(SPI_result));
-		leader_plan = plan;
-	}
-	ret = SPI_execute_plan(leader_plan, args, NULL, true, 1);
-	if (ret < 0)
-		elog(ERROR, "pg_dlock: leader statement failed: %s",
-			 SPI_result_code_string(ret));
-	if (SPI_processed > 0)
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	if (dlock_execute(PLAN_LEADER, args, NULL, 1) > 0)
 	{
 		MemoryContext oldcxt;
 

@@ -233,16 +233,16 @@ lease_tuple(TupleDesc tupdesc, MemoryContext cxt, Datum lock_name, Datum owner,
 }
 
 /*
- * Set the columns of a lease granted now to args->owner.
+ * Set the columns of a lease granted now to args->owner, ending at until.
  */
 static void
-set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now)
+set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now, TimestampTz until)
 {
 	row->values[Anum_owner_token - 1] = UUIDPGetDatum(args->owner);
 	row->nulls[Anum_owner_token - 1] = false;
 	row->values[Anum_holder - 1] = PointerGetDatum(args->holder);
 	row->nulls[Anum_holder - 1] = args->holder == NULL;
-	row->values[Anum_lease_until - 1] = TimestampTzGetDatum(now + args->ttl_usecs);
+	row->values[Anum_lease_until - 1] = TimestampTzGetDatum(until);
 	row->nulls[Anum_lease_until - 1] = false;
 	row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
 }
@@ -290,7 +290,7 @@ set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, Timestamp
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->nulls[Anum_acquired_at - 1] = false;
 	dlock_row_set_exclusive_only(rows, row, true);
-	set_owner(row, args, now);
+	set_owner(row, args, now, dlock_time_plus(now, args->ttl_usecs));
 }
 
 /*
@@ -369,7 +369,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	now = GetCurrentTimestamp();
 	row->values[Anum_lock_name - 1] = PointerGetDatum(args->lock_name);
 	row->nulls[Anum_lock_name - 1] = false;
-	set_owner(row, args, now);
+	set_owner(row, args, now, dlock_time_plus(now, args->ttl_usecs));
 	row->nulls[Anum_updated_at - 1] = false;
 	/* issue 14: above the tokens of the name's shared leases and permits too */
 	row->values[Anum_fencing_seq - 1] =
@@ -511,7 +511,9 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		{
 			row.values[Anum_renewals - 1] =
 				Int64GetDatum(DatumGetInt64(row.values[Anum_renewals - 1]) + 1);
-			set_owner(&row, args, now);
+			/* the same lease: its max_hold still bounds it */
+			set_owner(&row, args, now,
+					  dlock_policy_lease_until(&rows, &row, now, args->ttl_usecs));
 		}
 		dlock_row_update(&rows, &row);
 		break;
@@ -728,12 +730,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	instr_time	started;
 
 	acquire_args(fcinfo, 3, &args);
-	dlock_require_arg(fcinfo, 2, "wait");
-	wait_usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(2));
-	if (wait_usecs < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("wait must not be negative")));
+	wait_usecs = dlock_arg_wait(fcinfo, 2);
 	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
@@ -830,11 +827,10 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
-		if (row->nulls[Anum_owner_token - 1] || row->nulls[Anum_lease_until - 1] ||
-			DatumGetTimestampTz(row->values[Anum_lease_until - 1]) <= now ||
+		if (row->nulls[Anum_owner_token - 1] ||
 			memcmp(DatumGetUUIDP(row->values[Anum_owner_token - 1]), owner, UUID_LEN) != 0)
 			break;
-		/* Policies (lease_policy.c): session ended, or max_hold reached */
+		/* live, and the policies allow it (lease_policy.c) */
 		if (!dlock_policy_may_change(&rows, row, now, ttl_usecs))
 			break;
 
@@ -855,7 +851,9 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 				Int64GetDatum(DatumGetInt64(row->values[Anum_renewals - 1]) + 1);
 		else
 			row->nulls[Anum_owner_token - 1] = true;
-		row->values[Anum_lease_until - 1] = TimestampTzGetDatum(now + ttl_usecs);
+		row->values[Anum_lease_until - 1] = TimestampTzGetDatum(ttl_usecs > 0 ?
+																dlock_policy_lease_until(&rows, row, now, ttl_usecs) :
+																now);
 		row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
 		dlock_row_update(&rows, row);
 		changed = true;

@@ -260,6 +260,8 @@ duration_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 	if (argno < 0 || argno >= PG_NARGS() || PG_ARGISNULL(argno))
 		return 0;
 	usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(argno));
+	if (usecs > 0)
+		dlock_check_interval_end(usecs, argname, PG_GETARG_INTERVAL_P(argno));
 	if (usecs <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -439,8 +441,11 @@ dlock_policy_decide(const DlockPolicyRow *pr, TimestampTz now, DlockPolicyView *
 			lost_at = pr->lease_until;
 		}
 		/* a live lease is lost at its expiry at the latest */
-		view->available_at = (view->live ? pr->lease_until : lost_at) + pr->lock_delay_usecs;
+		view->available_at = dlock_time_plus(view->live ? pr->lease_until : lost_at,
+										 pr->lock_delay_usecs);
 		view->hold_reached = view->live && pr->hold_limit != 0 && now >= pr->hold_limit;
+		view->hold_ended = view->expired && pr->hold_limit != 0 &&
+			pr->lease_until >= pr->hold_limit;
 	}
 	else
 		view->available_at = pr->not_before;
@@ -491,8 +496,10 @@ dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 		row->nulls[cols->session_id - 1] = true;
 		row->nulls[cols->session_pid - 1] = true;
 	}
-	set_time(row, cols->hold_limit, policy->max_hold_usecs > 0 ? now + policy->max_hold_usecs : 0);
-	set_time(row, cols->min_hold_until, policy->min_hold_usecs > 0 ? now + policy->min_hold_usecs : 0);
+	set_time(row, cols->hold_limit,
+			 policy->max_hold_usecs > 0 ? dlock_time_plus(now, policy->max_hold_usecs) : 0);
+	set_time(row, cols->min_hold_until,
+			 policy->min_hold_usecs > 0 ? dlock_time_plus(now, policy->min_hold_usecs) : 0);
 	if (policy->lock_delay_usecs > 0)
 	{
 		Interval   *delay = palloc0(sizeof(Interval));
@@ -507,9 +514,10 @@ dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 }
 
 /*
- * May this owner's live lease on row be renewed (ttl_usecs > 0) or
- * released (0) now? A session-bound lease whose session ended is not live;
- * a renewal once max_hold is reached is refused (and counted).
+ * May this owner's lease on row be renewed (ttl_usecs > 0) or released (0)
+ * now? Only a live lease: not expired, and not session-bound to a session
+ * that ended. A renewal once max_hold is reached is refused and counted,
+ * also when the lease already ended at its hold_limit.
  */
 bool
 dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
@@ -518,13 +526,32 @@ dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 t
 
 	dlock_policy_view(rows, row, now, &view);
 	if (!view.live)
+	{
+		if (ttl_usecs > 0 && view.hold_ended)
+			policy_count(PSTAT_RENEWALS_REFUSED_MAX_HOLD);
 		return false;
+	}
 	if (ttl_usecs > 0 && view.hold_reached)
 	{
 		policy_count(PSTAT_RENEWALS_REFUSED_MAX_HOLD);
 		return false;
 	}
 	return true;
+}
+
+/*
+ * When the live lease of row, renewed at now for ttl_usecs, ends: a ttl
+ * from now, but never past its hold_limit, so max_hold bounds the whole
+ * hold whatever ttl a renewal asks for.
+ */
+TimestampTz
+dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
+{
+	const PolicyColumns *cols = policy_columns(rows);
+	TimestampTz until = dlock_time_plus(now, ttl_usecs);
+	TimestampTz limit = cols->present ? row_time(row, cols->hold_limit) : 0;
+
+	return limit != 0 && until > limit ? limit : until;
 }
 
 /*
@@ -580,26 +607,11 @@ dlock_policy_present(void)
 void
 dlock_policy_forced(text *lock_name)
 {
-	static SPIPlanPtr plan = NULL;
 	Datum		values[1] = {PointerGetDatum(lock_name)};
-	Oid			types[1] = {TEXTOID};
 
 	if (!dlock_policy_present())
 		return;
-	if (plan == NULL)
-	{
-		SPIPlanPtr	prepared = SPI_prepare("UPDATE dlock.distributed_lock"
-										   " SET not_before = pg_catalog.clock_timestamp() + lock_delay"
-										   " WHERE lock_name = $1 AND lock_delay IS NOT NULL",
-										   1, types);
-
-		if (prepared == NULL || SPI_keepplan(prepared) != 0)
-			elog(ERROR, "pg_dlock: could not prepare the lock delay statement: %s",
-				 SPI_result_code_string(SPI_result));
-		plan = prepared;
-	}
-	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "pg_dlock: could not record the lock delay of a force release");
+	(void) dlock_execute(PLAN_LOCK_DELAY_FORCED, values, NULL, 0);
 }
 
 /*

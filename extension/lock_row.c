@@ -355,6 +355,23 @@ row_lockers(Relation rel, ItemPointer tid, TransactionId *xids, int max_xids)
 #define MAX_WAITED_LOCKERS 64
 
 /*
+ * Whether a transaction still running locks the row version that
+ * dlock_row_read returned (a holds() pin, a change in progress). Takes no
+ * lock itself.
+ */
+bool
+dlock_row_pinned(DlockRows *rows, DlockRow *row)
+{
+	TransactionId xids[MAX_WAITED_LOCKERS];
+	int			n = row_lockers(rows->rel, &row->tid, xids, MAX_WAITED_LOCKERS);
+
+	for (int i = 0; i < n; i++)
+		if (TransactionIdIsInProgress(xids[i]))
+			return true;
+	return false;
+}
+
+/*
  * Wait, holding nothing, until the transactions that locked or were
  * updating the row when dlock_row_lock reported ROW_BLOCKED have ended.
  * With deadline 0 the wait is bounded only by lock_timeout, like an

@@ -101,7 +101,8 @@ set_call_prepare(SetFunction which, SetCall *call)
 	AclResult	acl;
 
 	call->nargs = set_functions[which].nargs;
-	fn = dlock_own_function(set_functions[which].name, call->nargs, set_functions[which].argtypes);
+	fn = dlock_own_function(set_functions[which].name, call->nargs, set_functions[which].argtypes,
+							 false);
 	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
@@ -221,7 +222,7 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner_before = CurrentResourceOwner;
-	TimestampTz deadline = GetCurrentTimestamp() + Max(wait_usecs, 0);
+	TimestampTz deadline = dlock_time_plus(GetCurrentTimestamp(), Max(wait_usecs, 0));
 	Datum	   *leases = palloc(sizeof(Datum) * nnames);
 	SetCall		call;
 	volatile bool granted = true;
@@ -326,14 +327,7 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 
 	(void) dlock_arg_ttl(fcinfo, 1);
 	if (wait_arg >= 0)
-	{
-		dlock_require_arg(fcinfo, wait_arg, "wait");
-		wait_usecs = dlock_interval_usecs(PG_GETARG_INTERVAL_P(wait_arg));
-		if (wait_usecs < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("wait must not be negative")));
-	}
+		wait_usecs = dlock_arg_wait(fcinfo, wait_arg);
 	owner = dlock_arg_owner_token(fcinfo, owner_arg);
 	if (owner == NULL)
 		owner = dlock_new_owner_token();

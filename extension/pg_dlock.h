@@ -58,6 +58,9 @@ extern text *dlock_arg_name(FunctionCallInfo fcinfo, int argno, const char *argn
 extern void dlock_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int64 dlock_arg_ttl(FunctionCallInfo fcinfo, int argno);
 extern int64 dlock_interval_usecs(const Interval *interval);
+extern TimestampTz dlock_time_plus(TimestampTz t, int64 usecs);
+extern void dlock_check_interval_end(int64 usecs, const char *argname, const Interval *given);
+extern int64 dlock_arg_wait(FunctionCallInfo fcinfo, int argno);
 extern char *dlock_arg_reason(FunctionCallInfo fcinfo, int argno);
 extern text *dlock_arg_holder(FunctionCallInfo fcinfo, int argno);
 extern pg_uuid_t *dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno);
@@ -73,8 +76,17 @@ typedef enum DlockPlanId
 	PLAN_PURGE_AUDIT,
 	PLAN_PURGE_FENCE,
 	PLAN_AUDIT,
+	/* the expiry worker (expiry_worker.c); expiry_reported exists from 1.1 on */
+	PLAN_EXPIRY_REPORT,
+	PLAN_EXPIRY_FORGET,
+	PLAN_EXPIRY_NEXT,
+	PLAN_WORKER_REAP,
+	PLAN_WORKER_PURGE_AUDIT,
+	PLAN_LEADER,
 	/* from here on, statements on objects of 1.2: lock kinds (issue 14, holder_lease.c) */
 	PLAN_HOLDERS_CLEAR_EXPIRED,
+	PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED,
+	PLAN_HOLDER_OWN_LOCK,
 	PLAN_NAME_AND_HOLDERS,
 	PLAN_HOLDER_LOCK,
 	PLAN_HOLDER_INSERT,
@@ -89,6 +101,7 @@ typedef enum DlockPlanId
 	PLAN_HOLDERS_FORCE_RELEASE,
 	/* the lease policies' columns (1.2 on, admin.c) */
 	PLAN_REAP_AVAILABLE,
+	PLAN_LOCK_DELAY_FORCED,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 
@@ -110,7 +123,8 @@ extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);
 
 /* schema.c */
 extern Oid	dlock_require_own_schema(void);
-extern Oid	dlock_own_function(const char *name, int nargs, const Oid *argtypes);
+extern Oid	dlock_own_function(const char *name, int nargs, const Oid *argtypes,
+							   bool any_schema_name);
 
 /* catalog.c: the extension's tables, found from the extension and cached */
 typedef struct DlockCatalog
@@ -181,6 +195,7 @@ extern void dlock_rows_close(DlockRows *rows);
 extern bool dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row);
 extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode);
 extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
+extern bool dlock_row_pinned(DlockRows *rows, DlockRow *row);
 extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
 extern void dlock_row_update(DlockRows *rows, DlockRow *row);
 extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
@@ -233,6 +248,7 @@ extern void dlock_wait_init(void);
 /* holds.c */
 extern int	dlock_max_pin_ms;
 extern void dlock_holds_init(void);
+extern bool dlock_pin_lease(text *lock_name, int64 token);
 
 /* audit.c */
 extern void dlock_audit(const char *event, text *lock_name, Datum fencing_token,
@@ -328,6 +344,7 @@ typedef struct DlockPolicyView
 	bool		expired;		/* lost: lease_until passed without release */
 	bool		session_ended;	/* lost: its session ended first */
 	bool		hold_reached;	/* live, but max_hold refuses renewals */
+	bool		hold_ended;		/* expired at its hold_limit (max_hold) */
 	TimestampTz available_at;	/* no new owner before; 0: available now */
 } DlockPolicyView;
 
@@ -346,6 +363,8 @@ extern void dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 							   const DlockPolicyView *previous);
 extern bool dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern void dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
+extern TimestampTz dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now,
+											int64 ttl_usecs);
 extern void dlock_policy_forced(text *lock_name);
 extern bool dlock_policy_present(void);
 

@@ -93,13 +93,20 @@ dlock_require_own_schema(void)
 
 /*
  * The OID of the extension's own function "name"(argtypes), found in its
- * schema rather than by a name another role could shadow.
+ * schema rather than by a name another role could shadow. With
+ * any_schema_name the schema is the extension's whatever it is called now
+ * (for callers that, like the lease functions, find their objects by OID);
+ * otherwise it must still be called "dlock".
  */
 Oid
-dlock_own_function(const char *name, int nargs, const Oid *argtypes)
+dlock_own_function(const char *name, int nargs, const Oid *argtypes, bool any_schema_name)
 {
-	char	   *schema = get_namespace_name(dlock_require_own_schema());
+	Oid			schema_oid = any_schema_name ? extension_schema() : dlock_require_own_schema();
+	char	   *schema;
 
+	if (!OidIsValid(schema_oid))
+		elog(ERROR, "pg_dlock: extension \"pg_dlock\" is not installed in this database");
+	schema = get_namespace_name(schema_oid);
 	return LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))),
 						  nargs, argtypes, false);
 }

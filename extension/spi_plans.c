@@ -121,6 +121,65 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 		" VALUES ($1, $2, $3, $4, $5, $6)",
 		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, NAMEOID, TEXTOID}
 	},
+
+	/*
+	 * The expiry worker's statements. Expired leases not reported yet, at
+	 * most $1, recorded as reported; leases whose row another transaction
+	 * has locked (an acquire taking them over) are skipped: that
+	 * transaction reports a takeover, or the next run the expiry.
+	 */
+	[PLAN_EXPIRY_REPORT] = {
+		"WITH expired AS ("
+		"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until"
+		"    FROM dlock.distributed_lock l"
+		"    LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+		"   WHERE l.owner_token IS NOT NULL"
+		"     AND l.lease_until <= pg_catalog.clock_timestamp()"
+		"     AND r.fencing_token IS DISTINCT FROM l.fencing_seq"
+		"   ORDER BY l.lease_until LIMIT $1"
+		"   FOR SHARE OF l SKIP LOCKED"
+		"), recorded AS ("
+		"  INSERT INTO dlock.expiry_reported AS r (lock_name, fencing_token)"
+		"  SELECT e.lock_name, e.fencing_seq FROM expired e"
+		"  ON CONFLICT (lock_name) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
+		") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until"
+		"    FROM expired e ORDER BY e.lease_until",
+		1, {INT4OID}
+	},
+	/* reported expiries whose lease has been taken or released since */
+	[PLAN_EXPIRY_FORGET] = {
+		"DELETE FROM dlock.expiry_reported r WHERE NOT EXISTS"
+		" (SELECT 1 FROM dlock.distributed_lock l"
+		"   WHERE l.lock_name = r.lock_name"
+		"     AND l.fencing_seq = r.fencing_token"
+		"     AND l.owner_token IS NOT NULL)",
+		0, {0}
+	},
+	/* the earliest lease_until still to report */
+	[PLAN_EXPIRY_NEXT] = {
+		"SELECT pg_catalog.min(l.lease_until)"
+		"  FROM dlock.distributed_lock l"
+		"  LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+		" WHERE l.owner_token IS NOT NULL"
+		"   AND r.fencing_token IS DISTINCT FROM l.fencing_seq",
+		0, {0}
+	},
+	[PLAN_WORKER_REAP] = {
+		"SELECT dlock.reap($1)",
+		1, {INTERVALOID}
+	},
+	[PLAN_WORKER_PURGE_AUDIT] = {
+		"SELECT dlock.purge_audit_log($1)",
+		1, {INTERVALOID}
+	},
+	/* leader.c: the live lease of an election */
+	[PLAN_LEADER] = {
+		"SELECT l.holder, l.fencing_seq, l.acquired_at, l.lease_until"
+		"  FROM dlock.distributed_lock l"
+		" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL"
+		"   AND l.lease_until > pg_catalog.clock_timestamp()",
+		1, {TEXTOID}
+	},
 };
 
 /*
@@ -129,11 +188,33 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
  * force release of holders and the reap that knows the lease policies.
  */
 static const DlockPlanDef kind_plan_defs[] = {
-	/* waits for pins (holds) on expired holders, then frees their slots */
+	/*
+	 * Waits for pins (holds) on expired holders, then frees their slots;
+	 * the clock is read in the WHERE clause, so a slot waited for is judged
+	 * again as it is when its lock is granted.
+	 */
 	[PLAN_HOLDERS_CLEAR_EXPIRED - FIRST_KIND_PLAN] = {
-		"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = $2"
-		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL AND h.lease_until <= $2",
-		2, {TEXTOID, TIMESTAMPTZOID}
+		"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
+		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
+		"   AND h.lease_until <= pg_catalog.clock_timestamp()",
+		1, {TEXTOID}
+	},
+	/* the same without waiting: pinned slots are left as they are */
+	[PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
+		"  FROM (SELECT e.slot FROM dlock.lock_holder e"
+		"         WHERE e.lock_name = $1 AND e.owner_token IS NOT NULL"
+		"           AND e.lease_until <= pg_catalog.clock_timestamp()"
+		"           FOR UPDATE SKIP LOCKED) x"
+		" WHERE h.lock_name = $1 AND h.slot = x.slot",
+		1, {TEXTOID}
+	},
+	/* this owner's slot of the name, locked for a renewal or release */
+	[PLAN_HOLDER_OWN_LOCK - FIRST_KIND_PLAN] = {
+		"SELECT h.slot, h.lease_until FROM dlock.lock_holder h"
+		" WHERE h.lock_name = $1 AND h.owner_token = $2"
+		"   FOR NO KEY UPDATE",
+		2, {TEXTOID, UUIDOID}
 	},
 	/*
 	 * The name's exclusive lease (columns 1-6; found is NULL without a row)
@@ -178,14 +259,14 @@ static const DlockPlanDef kind_plan_defs[] = {
 		12, {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
 			 TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID}
 	},
-	/* renew ($4 true) or release this owner's live holder lease */
+	/* renew ($4 true) or release the holder lease of slot $2, locked and decided on */
 	[PLAN_HOLDER_CHANGE - FIRST_KIND_PLAN] = {
 		"UPDATE dlock.lock_holder h"
 		"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
 		"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
-		" WHERE h.lock_name = $1 AND h.owner_token = $2 AND h.lease_until > $5"
+		" WHERE h.lock_name = $1 AND h.slot = $2"
 		" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot",
-		5, {TEXTOID, UUIDOID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID}
+		5, {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID}
 	},
 	[PLAN_HOLDER_PIN - FIRST_KIND_PLAN] = {
 		"SELECT 1 FROM dlock.lock_holder h"
@@ -246,6 +327,13 @@ static const DlockPlanDef kind_plan_defs[] = {
 				 " l.not_before)).available_at IS NULL"),
 		2, {INTERVALOID, INT4OID}
 	},
+	/* lease_policy.c: a force release starts the lease's lock delay */
+	[PLAN_LOCK_DELAY_FORCED - FIRST_KIND_PLAN] = {
+		"UPDATE dlock.distributed_lock l"
+		"   SET not_before = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) l.lock_delay"
+		" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
+		1, {TEXTOID}
+	},
 };
 
 StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - FIRST_KIND_PLAN,
@@ -283,7 +371,11 @@ dlock_plan(DlockPlanId id)
  * The lease functions run with the caller's privileges (they reach their
  * rows without the executor), so a statement they need -- an audit record
  * -- switches to the extension owner and a pinned search_path for its
- * duration, as a SECURITY DEFINER function would.
+ * duration, as a SECURITY DEFINER function would. The search_path is pinned
+ * even when the caller already is the owner: the expiry worker connects as
+ * the bootstrap superuser under the database's own settings, which the
+ * database owner chooses, and an operator it shadowed in an earlier schema
+ * would otherwise run with those rights.
  */
 void
 dlock_owner_scope_begin(DlockOwnerScope *scope)
@@ -291,10 +383,8 @@ dlock_owner_scope_begin(DlockOwnerScope *scope)
 	Oid			owner = dlock_catalog()->owner;
 
 	GetUserIdAndSecContext(&scope->userid, &scope->sec_context);
-	scope->nestlevel = -1;
-	if (scope->userid == owner)
-		return;
-	SetUserIdAndSecContext(owner, scope->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	if (scope->userid != owner)
+		SetUserIdAndSecContext(owner, scope->sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	scope->nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
@@ -304,8 +394,6 @@ dlock_owner_scope_begin(DlockOwnerScope *scope)
 void
 dlock_owner_scope_end(DlockOwnerScope *scope)
 {
-	if (scope->nestlevel < 0)
-		return;
 	AtEOXact_GUC(true, scope->nestlevel);
 	SetUserIdAndSecContext(scope->userid, scope->sec_context);
 }
@@ -319,31 +407,16 @@ dlock_owner_scope_end(DlockOwnerScope *scope)
 int
 dlock_execute(DlockPlanId id, Datum *values, const char *nulls, long count)
 {
-	Oid			owner = dlock_catalog()->owner;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel = -1;
+	DlockOwnerScope scope;
 	int			ret;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	if (save_userid != owner)
-	{
-		SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-		save_nestlevel = NewGUCNestLevel();
-		(void) set_config_option("search_path", "pg_catalog, pg_temp",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
+	dlock_owner_scope_begin(&scope);
 	(void) dlock_require_own_schema();
 	(void) dlock_plan(id);
 	ret = SPI_execute_plan(plans[id], values, nulls, false, count);
 	if (ret < 0)
 		elog(ERROR, "pg_dlock: statement %d failed: %s",
 			 (int) id, SPI_result_code_string(ret));
-	if (save_nestlevel >= 0)
-	{
-		AtEOXact_GUC(true, save_nestlevel);
-		SetUserIdAndSecContext(save_userid, save_sec_context);
-	}
+	dlock_owner_scope_end(&scope);
 	return (int) SPI_processed;
 }

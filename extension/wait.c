@@ -450,7 +450,7 @@ dlock_wait_deadline(int64 wait_usecs)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	return wait_usecs > PG_INT64_MAX - now ? PG_INT64_MAX : now + wait_usecs;
+	return dlock_time_plus(now, wait_usecs);
 }
 
 /*
@@ -766,7 +766,7 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 
 	if (!first && remaining_usecs <= 0 && !TransactionIdIsValid(dlock_wait_offer()))
 		return false;
-	deadline = GetCurrentTimestamp() + Max(remaining_usecs, 0);
+	deadline = dlock_time_plus(GetCurrentTimestamp(), Max(remaining_usecs, 0));
 	for (;;)
 	{
 		int64		usecs = plan_turn(GetCurrentTimestamp(), deadline, busy_until,

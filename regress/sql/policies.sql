@@ -49,19 +49,21 @@ SELECT (dlock.try_acquire('policy:edge', '1 minute', min_hold => '1 minute', max
 CREATE TEMPORARY TABLE counters_before AS SELECT * FROM dlock.stats;
 
 -- max_hold: renewals succeed until the lease has been held that long, then
--- are refused; the lease stays live to the end of its current ttl
+-- are refused; no renewal extends the lease past acquired_at + max_hold
 SELECT (dlock.try_acquire('policy:max-hold', '4 seconds', '00000000-0000-0000-0000-000000000001', max_hold => '4 seconds')).fencing_token AS max_hold_token \gset
 SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') IS NOT NULL AS renewed;
 SELECT hold_limit = acquired_at + '4 seconds' AS hold_limit_set, policy_state
   FROM dlock.locks WHERE lock_name = 'policy:max-hold';
 -- the second renewal arrives with about 40% of its ttl left (25% would be 0.6 s later)
 SELECT pg_sleep(2.4);
-SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') IS NOT NULL AS renewed;
--- past max_hold (4 s after the grant); the lease runs until about 6.4 s
+-- max_hold bounds the whole hold: this renewal asked for 4 s (to about
+-- 6.4 s after the grant) and got the lease until its hold_limit
+SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') = hold_limit AS renewed_to_hold_limit
+  FROM dlock.locks WHERE lock_name = 'policy:max-hold';
+SELECT lease_until = hold_limit AS lease_ends_at_hold_limit FROM dlock.locks WHERE lock_name = 'policy:max-hold';
+-- past max_hold (4 s after the grant): the lease is over
 SELECT pg_sleep(1.8);
 SELECT dlock.renew('policy:max-hold', '00000000-0000-0000-0000-000000000001', '4 seconds') AS refused_renewal;
--- the same owner cannot renew through acquire either
-SELECT dlock.try_acquire('policy:max-hold', '4 seconds', '00000000-0000-0000-0000-000000000001') IS NULL AS reacquire_refused;
 SELECT state, policy_state FROM dlock.locks WHERE lock_name = 'policy:max-hold';
 SELECT dlock.holds('policy:max-hold', :max_hold_token) AS still_holds;
 SELECT (SELECT NOT shared_memory FROM dlock.stats) OR
@@ -71,6 +73,15 @@ SELECT (SELECT NOT shared_memory FROM dlock.stats) OR
          AS renewal_lateness_counted
   FROM dlock.stats s, counters_before b;
 SELECT dlock.release('policy:max-hold', '00000000-0000-0000-0000-000000000001');
+-- a renewal asking for far more than max_hold ends at the hold_limit too
+SELECT (dlock.try_acquire('policy:max-hold-long', '2 seconds', '00000000-0000-0000-0000-000000000001', max_hold => '3 seconds')).fencing_token IS NOT NULL AS acquired;
+SELECT dlock.renew('policy:max-hold-long', '00000000-0000-0000-0000-000000000001', '1 hour') = hold_limit AS long_renewal_capped,
+       hold_limit - acquired_at AS max_hold
+  FROM dlock.locks WHERE lock_name = 'policy:max-hold-long';
+-- so does the same owner's repeated acquire
+SELECT (dlock.try_acquire('policy:max-hold-long', '1 hour', '00000000-0000-0000-0000-000000000001')).lease_until = hold_limit AS reacquire_capped
+  FROM dlock.locks WHERE lock_name = 'policy:max-hold-long';
+SELECT dlock.release('policy:max-hold-long', '00000000-0000-0000-0000-000000000001');
 
 -- min_hold: a release before it keeps the name from new owners until then;
 -- the holder is done (holds is false), and the next token is higher

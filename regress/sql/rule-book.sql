@@ -1,0 +1,107 @@
+-- One rule for every lock kind and every caller: extreme intervals, who may
+-- pin a lease, and the lease policies of a name kept from holder kinds.
+\set VERBOSITY terse
+\pset null '(null)'
+
+------------------------------------------------------------------------
+-- Time: a duration whose end is not a finite timestamp is refused (22023)
+-- before anything waits or is stored; an ordinary one still works.
+------------------------------------------------------------------------
+SELECT (dlock.try_acquire('rules:busy', '1 minute', '00000000-0000-0000-0000-0000000000c1')).fencing_token IS NOT NULL AS held;
+-- refused: the wait of every kind's acquire ends past the last timestamp
+SELECT dlock.acquire('rules:busy', '1 minute', '1000000 years');
+SELECT dlock.acquire_shared('rules:busy', '1 minute', '1000000 years');
+SELECT dlock.acquire_permit('rules:busy-permits', 1, '1 minute', '1000000 years');
+SELECT count(*) FROM dlock.acquire_all(ARRAY['rules:busy'], '1 minute', '1000000 years');
+-- refused: a max_hold, min_hold or lock_delay that ends past it
+SELECT dlock.try_acquire('rules:max-hold', '1 minute', max_hold => '300000 years');
+SELECT dlock.acquire('rules:max-hold', '1 minute', '0', max_hold => '300000 years');
+-- nothing was stored by the refusals, and dlock.locks still reads every row
+SELECT count(*) AS rows_created FROM dlock.distributed_lock WHERE lock_name = 'rules:max-hold';
+SELECT count(*) > 0 AS locks_readable FROM dlock.locks;
+-- the longest representable durations that do end are still accepted
+SELECT (dlock.try_acquire('rules:max-hold', '1 minute', max_hold => '200000 years')).fencing_token IS NOT NULL AS long_max_hold_accepted;
+SELECT hold_limit - acquired_at = interval '200000 years' AS hold_limit_stored FROM dlock.locks WHERE lock_name = 'rules:max-hold';
+SELECT dlock.force_release('rules:max-hold', 'regress: the rule book') AS ended;
+-- a wait that ends is bounded by it (here: at once, the name is busy)
+SELECT dlock.acquire('rules:busy', '1 minute', '10 ms');
+SELECT dlock.release('rules:busy', '00000000-0000-0000-0000-0000000000c1') AS released;
+
+------------------------------------------------------------------------
+-- Who may pin: a strict enforce_fencing trigger pins as holds() does, so a
+-- role that may execute neither holds nor assert_holds may not pin through
+-- a trigger on a table of its own.
+------------------------------------------------------------------------
+CREATE ROLE regress_rules_public;
+CREATE ROLE regress_rules_pinner;
+GRANT EXECUTE ON FUNCTION dlock.holds(text, bigint) TO regress_rules_pinner;
+GRANT CREATE ON SCHEMA public TO regress_rules_public, regress_rules_pinner;
+SELECT fencing_token AS victim_token
+  FROM dlock.try_acquire('rules:victim', '1 minute', '00000000-0000-0000-0000-0000000000c2') \gset
+SET ROLE regress_rules_public;
+CREATE TEMPORARY TABLE attack (token bigint, lock_name text);
+CREATE TRIGGER pin BEFORE INSERT OR UPDATE OR DELETE ON attack
+	FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name');
+-- refused: a role with nothing beyond PUBLIC pins nobody's lease (42501)
+BEGIN;
+INSERT INTO attack VALUES (:victim_token, 'rules:victim');
+ROLLBACK;
+-- refused the same way for a made-up token: the privilege comes first
+INSERT INTO attack VALUES (1, 'rules:victim');
+RESET ROLE;
+-- the victim's renew is not blocked: nothing was pinned
+SELECT dlock.renew('rules:victim', '00000000-0000-0000-0000-0000000000c2', '1 minute') IS NOT NULL AS victim_renewed;
+-- a role granted holds() may write under the live lease (the trigger pins it)
+SET ROLE regress_rules_pinner;
+CREATE TEMPORARY TABLE fenced (token bigint, lock_name text);
+CREATE TRIGGER pin BEFORE INSERT OR UPDATE OR DELETE ON fenced
+	FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name');
+INSERT INTO fenced VALUES (:victim_token, 'rules:victim');
+SELECT count(*) AS fenced_rows FROM fenced;
+DROP TABLE fenced;
+RESET ROLE;
+-- and so may a role granted only assert_holds
+GRANT EXECUTE ON FUNCTION dlock.assert_holds(text, bigint) TO regress_rules_public;
+SET ROLE regress_rules_public;
+INSERT INTO attack VALUES (:victim_token, 'rules:victim');
+SELECT count(*) AS attack_rows FROM attack;
+DROP TABLE attack;
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION dlock.assert_holds(text, bigint) FROM regress_rules_public;
+SELECT dlock.release('rules:victim', '00000000-0000-0000-0000-0000000000c2') AS released;
+REVOKE CREATE ON SCHEMA public FROM regress_rules_public, regress_rules_pinner;
+REVOKE EXECUTE ON FUNCTION dlock.holds(text, bigint) FROM regress_rules_pinner;
+DROP ROLE regress_rules_public;
+DROP ROLE regress_rules_pinner;
+
+------------------------------------------------------------------------
+-- Lease policies of a name keep every kind out: a reader or a permit is
+-- not granted while an exclusive lease's min_hold or lock delay keeps the
+-- name from new owners.
+------------------------------------------------------------------------
+-- a release inside min_hold
+SELECT (dlock.try_acquire('rules:min-hold', '1 minute', '00000000-0000-0000-0000-0000000000c3', min_hold => '1 minute')).fencing_token IS NOT NULL AS held;
+SELECT dlock.release('rules:min-hold', '00000000-0000-0000-0000-0000000000c3') AS released_early;
+SELECT * FROM dlock.try_acquire_shared('rules:min-hold', '1 minute');
+SELECT * FROM dlock.try_acquire_permit('rules:min-hold', 2, '1 minute');
+SELECT policy_state FROM dlock.locks WHERE lock_name = 'rules:min-hold';
+-- a waiting reader is bounded by its wait and refused, not granted
+SELECT dlock.acquire_shared('rules:min-hold', '1 minute', '50 ms');
+-- an expiry with a lock delay
+SELECT (dlock.try_acquire('rules:delay', '1 second', '00000000-0000-0000-0000-0000000000c4', lock_delay => '1 minute')).fencing_token IS NOT NULL AS held;
+SELECT pg_sleep(1.2);
+SELECT * FROM dlock.try_acquire_shared('rules:delay', '1 minute');
+SELECT * FROM dlock.try_acquire_permit('rules:delay', 2, '1 minute');
+SELECT policy_state FROM dlock.locks WHERE lock_name = 'rules:delay';
+-- a force release with a lock delay
+SELECT (dlock.try_acquire('rules:forced', '1 minute', '00000000-0000-0000-0000-0000000000c5', lock_delay => '1 minute')).fencing_token IS NOT NULL AS held;
+SELECT dlock.force_release('rules:forced', 'regress: the rule book') AS forced;
+SELECT * FROM dlock.try_acquire_shared('rules:forced', '1 minute');
+SELECT * FROM dlock.try_acquire_permit('rules:forced', 2, '1 minute');
+SELECT policy_state FROM dlock.locks WHERE lock_name = 'rules:forced';
+-- the control: a plain release leaves the name to readers at once
+SELECT (dlock.try_acquire('rules:plain', '1 minute', '00000000-0000-0000-0000-0000000000c6')).fencing_token IS NOT NULL AS held;
+SELECT dlock.release('rules:plain', '00000000-0000-0000-0000-0000000000c6') AS released;
+SELECT (dlock.try_acquire_shared('rules:plain', '1 minute', '00000000-0000-0000-0000-0000000000c7')).fencing_token IS NOT NULL AS reader_granted;
+SELECT dlock.release('rules:plain', '00000000-0000-0000-0000-0000000000c7') AS released;
+DELETE FROM dlock.audit_log WHERE lock_name IN ('rules:forced', 'rules:max-hold');
