@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * admin.c
- *	  Operator functions: dlock.force_release, dlock.reap and
- *	  dlock.purge_resource_fence.
+ *	  Operator functions: dlock.force_release, dlock.reap,
+ *	  dlock.purge_resource_fence, dlock.purge_audit_log and
+ *	  dlock.stats_reset.
  *
- * Both are revoked from PUBLIC in the install script; a role needs an
+ * All are revoked from PUBLIC in the install script; a role needs an
  * explicit GRANT EXECUTE (README "Privileges").
  *
  * IDENTIFICATION
@@ -23,6 +24,8 @@
 PG_FUNCTION_INFO_V1(dlock_force_release);
 PG_FUNCTION_INFO_V1(dlock_reap);
 PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
+PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
+PG_FUNCTION_INFO_V1(dlock_stats_reset);
 
 /*
  * dlock.force_release(lock_name, reason) returns boolean
@@ -41,10 +44,11 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	bool		ended;
 
 	SPI_connect();
-	ended = dlock_execute(PLAN_FORCE_RELEASE, values, NULL, 1) > 0;
+	ended = dlock_execute(dlock_policy_present() ? PLAN_FORCE_RELEASE_LIVE : PLAN_FORCE_RELEASE,
+						  values, NULL, 1) > 0;
 	if (ended)
 	{
-		dlock_lease_ended(lock_name, "force_release", STAT_FORCE_RELEASES,
+		dlock_report_ended_rows(lock_name, "force_release", STAT_FORCE_RELEASES,
 						  DLOCK_AUDIT_FORCE, reason);
 		/* the lease was forced away, not released: its lock delay applies */
 		dlock_policy_forced(lock_name);
@@ -53,7 +57,7 @@ dlock_force_release(PG_FUNCTION_ARGS)
 			 dlock_execute(PLAN_HOLDERS_FORCE_RELEASE, values, NULL, 0) > 0)
 	{
 		/* no lease policy applies to shared leases and permits */
-		dlock_lease_ended(lock_name, "force_release", STAT_FORCE_RELEASES,
+		dlock_report_ended_rows(lock_name, "force_release", STAT_FORCE_RELEASES,
 						  DLOCK_AUDIT_FORCE, reason);
 		ended = true;
 	}
@@ -69,7 +73,8 @@ dlock_force_release(PG_FUNCTION_ARGS)
  * idle_for and available to a new owner now (no min_hold or lock delay
  * running), skipping rows another session has locked, and raises the token
  * floor to the highest deleted token so a name that comes back continues
- * above it. Returns 0 with a NOTICE, changing nothing, while a new name is
+ * above it; then at most max_rows holder slots (shared leases, permits)
+ * idle as long. Returns how many rows and slots it deleted. Returns 0 with a NOTICE, changing nothing, while a new name is
  * being created in an open transaction. Call repeatedly (for example from pg_cron) until it returns 0.
  */
 Datum
@@ -113,6 +118,10 @@ dlock_reap(PG_FUNCTION_ARGS)
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	if (reaped > 0)
 		(void) dlock_execute(PLAN_FLOOR_COMPACT, NULL, NULL, 0);
+	if (OidIsValid(dlock_catalog()->holder_table) &&
+		dlock_execute(PLAN_REAP_HOLDER_SLOTS, values, NULL, 1) == 1)
+		reaped += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 
 	PG_RETURN_INT64(reaped);
@@ -123,8 +132,8 @@ dlock_reap(PG_FUNCTION_ARGS)
  * argument 0 ("older_than") and returns how many went; shared by the purge
  * functions.
  */
-int64
-dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
+static int64
+purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
 {
 	Datum		values[1];
 	int64		purged;
@@ -156,5 +165,25 @@ dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
 Datum
 dlock_purge_resource_fence(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(dlock_purge_older_than(fcinfo, PLAN_PURGE_FENCE));
+	PG_RETURN_INT64(purge_older_than(fcinfo, PLAN_PURGE_FENCE));
+}
+
+/*
+ * dlock.purge_audit_log(older_than) returns bigint
+ */
+Datum
+dlock_purge_audit_log(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(purge_older_than(fcinfo, PLAN_PURGE_AUDIT));
+}
+
+/*
+ * dlock.stats_reset() returns void: every counter, the policies' too
+ */
+Datum
+dlock_stats_reset(PG_FUNCTION_ARGS)
+{
+	dlock_stats_reset_counters();
+	dlock_policy_stats_reset();
+	PG_RETURN_VOID();
 }

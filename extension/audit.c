@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * audit.c
- *	  Writing and purging dlock.audit_log.
+ *	  Writing dlock.audit_log (dlock.purge_audit_log is in admin.c).
  *
  * dlock.audit chooses what is recorded: "force" (the default) records force
  * releases only; "all" adds every grant, takeover, release and refused
@@ -22,8 +22,6 @@
 #include "utils/timestamp.h"
 
 #include "pg_dlock.h"
-
-PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
 
 /*
  * Append an audit record; caller has an SPI connection. The role recorded
@@ -54,11 +52,3 @@ dlock_audit(const char *event, text *lock_name, Datum fencing_token,
 	(void) dlock_execute(PLAN_AUDIT, values, nulls, 0);
 }
 
-/*
- * dlock.purge_audit_log(older_than) returns bigint
- */
-Datum
-dlock_purge_audit_log(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(dlock_purge_older_than(fcinfo, PLAN_PURGE_AUDIT));
-}

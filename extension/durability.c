@@ -99,14 +99,12 @@ restore_synchronous_commit(void)
  * Two-phase commit is refused for a grant: COMMIT PREPARED may run in
  * another session, whose synchronous_commit pg_dlock does not control.
  */
-static void
-dlock_xact_callback(XactEvent event, void *arg)
+void
+dlock_durability_xact_end(XactEvent event)
 {
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			/* releases hand their leases to waiters first: that is a grant */
-			dlock_wait_pre_commit();
 
 			/*
 			 * Checked again here: a function's own SET clause, or a SET
@@ -142,13 +140,4 @@ dlock_xact_callback(XactEvent event, void *arg)
 		default:
 			break;
 	}
-}
-
-/*
- * Called from _PG_init.
- */
-void
-dlock_durability_init(void)
-{
-	RegisterXactCallback(dlock_xact_callback, NULL);
 }

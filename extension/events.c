@@ -176,12 +176,15 @@ forget_events(void)
 
 /*
  * Hand the transaction's events over when it commits, discard them when it
- * aborts; and at commit, tell the expiry worker about the earliest lease
- * this transaction granted (only then is it visible to the worker's scan).
+ * aborts (called by the transaction-end callback, pg_dlock.c). At commit,
+ * returns the earliest lease this transaction granted (0 if none), for the
+ * expiry worker: only then is it visible to the worker's scan.
  */
-static void
-events_xact_callback(XactEvent event, void *arg)
+TimestampTz
+dlock_events_xact_end(XactEvent event)
 {
+	TimestampTz granted_until = 0;
+
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
@@ -202,8 +205,7 @@ events_xact_callback(XactEvent event, void *arg)
 				dlock_event_queue_finish(reserved_at, true);
 			if (dropped_at_commit > 0)
 				dlock_count(STAT_EVENTS_DROPPED, dropped_at_commit);
-			if (pending_expiry != 0)
-				dlock_expiry_worker_schedule(pending_expiry);
+			granted_until = pending_expiry;
 			forget_events();
 			break;
 		case XACT_EVENT_ABORT:
@@ -216,15 +218,15 @@ events_xact_callback(XactEvent event, void *arg)
 		default:
 			break;
 	}
+	return granted_until;
 }
 
 /*
  * Events decided in a subtransaction belong to its parent when it commits
  * and are discarded when it rolls back.
  */
-static void
-events_subxact_callback(SubXactEvent event, SubTransactionId subxid,
-						SubTransactionId parent_subxid, void *arg)
+void
+dlock_events_subxact_end(SubXactEvent event)
 {
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *cell;
@@ -259,7 +261,5 @@ dlock_events_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
-	RegisterXactCallback(events_xact_callback, NULL);
-	RegisterSubXactCallback(events_subxact_callback, NULL);
 	dlock_event_queue_init();
 }

@@ -107,6 +107,25 @@ require_live_lease(Relation rel, HeapTuple tuple, int lock_attnum,
 }
 
 /*
+ * The fencing token of tuple, in column "column" (attribute attnum); a
+ * NULL token is refused: the row would be written or deleted under no lease.
+ */
+static int64
+row_token(Relation rel, HeapTuple tuple, int attnum, const char *column)
+{
+	bool		isnull;
+	Datum		token = heap_getattr(tuple, attnum, RelationGetDescr(rel), &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fencing token column \"%s\" of relation \"%s\" must not be null",
+						column, RelationGetRelationName(rel)),
+				 errhint("Write the fencing token of the lease under which the row is written.")));
+	return DatumGetInt64(token);
+}
+
+/*
  * Attribute number of trigger argument "column" of rel, which must be of
  * type "type" (described as "what" in errors).
  */
@@ -155,7 +174,6 @@ dlock_enforce_fencing(PG_FUNCTION_ARGS)
 	bool		strict;
 	int			lock_attnum = 0;
 	HeapTuple	newtuple;
-	bool		isnull;
 	int64		new_token;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -186,23 +204,19 @@ dlock_enforce_fencing(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 	{
-		/* strict mode only: the row goes under the live lease of its token */
-		new_token = DatumGetInt64(heap_getattr(trigdata->tg_trigtuple, attnum, tupdesc, &isnull));
-		if (!isnull)
-			require_live_lease(rel, trigdata->tg_trigtuple, lock_attnum,
-							   trigdata->tg_trigger->tgargs[1], new_token);
+		/*
+		 * Strict mode only: the row goes under the live lease of its token;
+		 * a row without a token names no lease and is not deleted.
+		 */
+		new_token = row_token(rel, trigdata->tg_trigtuple, attnum, column);
+		require_live_lease(rel, trigdata->tg_trigtuple, lock_attnum,
+						   trigdata->tg_trigger->tgargs[1], new_token);
 		return PointerGetDatum(trigdata->tg_trigtuple);
 	}
 
 	newtuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	new_token = DatumGetInt64(heap_getattr(newtuple, attnum, tupdesc, &isnull));
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("fencing token column \"%s\" of relation \"%s\" must not be null",
-						column, RelationGetRelationName(rel)),
-				 errhint("Write the fencing token of the lease under which the row is written.")));
+	new_token = row_token(rel, newtuple, attnum, column);
 
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{

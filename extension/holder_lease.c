@@ -36,7 +36,7 @@
  * once the grant is decided).
  *
  * Most names never have holders, and an exclusive grant need not pay for
- * the check (issue 13). The name's row in dlock.distributed_lock carries a
+ * the check. The name's row in dlock.distributed_lock carries a
  * mark, exclusive_only: set by an exclusive grant that checked (or skipped
  * the check because the mark was set), cleared by a holder grant before it
  * grants. An exclusive grant whose row, as read, carries the mark takes no
@@ -407,9 +407,8 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 
 		dlock_allow_async_release(had_xid);
 		dlock_wake_waiters(lock_name);
-		dlock_count(STAT_RELEASES, 1);
-		dlock_event("release", lock_name, *token,
-					isnull ? NULL : DatumGetTextPP(holder), now);
+		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
+						 *token, false, isnull ? NULL : DatumGetTextPP(holder));
 	}
 	return true;
 }
@@ -585,184 +584,186 @@ holder_lease_tuple(TupleDesc tupdesc, MemoryContext cxt, const HolderArgs *args,
 	return lease;
 }
 
-/*
- * Decide and, when it can, make the grant, inside an SPI connection; the
- * caller holds the kind lock in ShareLock. Returns true when granted.
- */
-static bool
-grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-			 HolderAttempt *attempt)
+/* One slot of the name, as read for a grant */
+typedef struct SlotState
 {
-	TimestampTz now = GetCurrentTimestamp();
-	int32		timeline = dlock_token_timeline();
-	int64		system = (int64) GetSystemIdentifier();
-	Datum		values[12];
-	char		nulls[12];
-	bool		isnull;
-	bool		name_exists;
-	int64		name_seq = 0;
-	int32		name_timeline = 0;
-	int64		name_system = 0;
-	int			nrows;
+	int32		number;
+	bool		live;
+} SlotState;
+
+/* The name as a holder grant decides on it */
+typedef struct HolderState
+{
+	bool		name_exists;	/* the name has a row in dlock.distributed_lock */
+	int64		name_seq;		/* its last exclusive token */
+	int32		name_timeline;
+	int64		name_system;
 	int			nslots;
-	int32	   *slots;
-	bool	   *free_slot;
-	int			nlive = 0;
-	int32		max_slot = 0;
-	TimestampTz first_expiry = 0;
-	HolderSlot	slot;
-	bool		locked = false;
-	int64		token;
-	int64		block_end;
+	SlotState  *slots;
+	int			nlive;
+	int32		max_slot;
+	TimestampTz first_expiry;	/* earliest lease_until of a live holder, 0 if none */
+	bool		own_live;		/* this owner holds a live slot already */
+} HolderState;
+
+/*
+ * Refuse a grant of the wrong kind, or of a semaphore size other than the
+ * one its live permits were granted with.
+ */
+static void
+check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 permits)
+{
+	if (kind != args->kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_WRONG_KIND),
+				 errmsg("lock \"%s\" is held as a %s",
+						text_to_cstring(args->lock_name), kind_noun(kind)),
+				 errdetail("A name is used as one kind of lock at a time."),
+				 errhint("Use another name, or wait until its leases end.")));
+	if (args->kind == KIND_PERMIT && !permits_null && permits != args->permits)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("semaphore \"%s\" has %d permits, not %d",
+						text_to_cstring(args->lock_name), permits, args->permits),
+				 errdetail("Its live permits were granted with permits => %d.", permits),
+				 errhint("Change the number of permits with dlock.resize_semaphore().")));
+}
+
+/*
+ * Read the name's exclusive token and its holder slots at clock reading
+ * now, in one statement, into st (copied: the caller runs other statements
+ * before it is done with them). Raises the errors of check_live_slot.
+ */
+static void
+read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
+{
+	Datum		values[2];
+	bool		isnull;
+	int			nrows;
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = TimestampTzGetDatum(now);
-
-	/* the name's exclusive lease and its holder slots, in one statement */
 	nrows = dlock_execute(PLAN_NAME_AND_HOLDERS, values, NULL, 0);
-	name_exists = false;
+
+	memset(st, 0, sizeof(*st));
 	if (nrows > 0)
 	{
 		(void) spi_value(0, 1, &isnull);
-		name_exists = !isnull;
+		st->name_exists = !isnull;
 	}
 	/* the exclusive side was decided by name_admits_holders */
-	if (name_exists)
+	if (st->name_exists)
 	{
-		name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
-		name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
-		name_system = DatumGetInt64(spi_value(0, 6, &isnull));
+		st->name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
+		st->name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
+		st->name_system = DatumGetInt64(spi_value(0, 6, &isnull));
 	}
-
-	/* the live holders */
-	slots = palloc(sizeof(int32) * (nrows + 1));
-	free_slot = palloc(sizeof(bool) * (nrows + 1));
-	nslots = 0;
+	st->slots = palloc(sizeof(SlotState) * (nrows + 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		Datum		slot_number = spi_value(i, 7, &isnull);
-		char		kind;
-		Datum		permits;
+		Datum		number = spi_value(i, 7, &isnull);
+		SlotState  *slot = &st->slots[st->nslots];
 		bool		permits_null;
-		bool		live;
+		Datum		permits;
+		TimestampTz until;
 
 		if (isnull)
 			continue;			/* the name has no slot */
-		kind = DatumGetChar(spi_value(i, 8, &isnull));
-		permits = spi_value(i, 9, &isnull);
-		permits_null = isnull;
-		live = DatumGetBool(spi_value(i, 12, &isnull));
-		slots[nslots] = DatumGetInt32(slot_number);
-		free_slot[nslots] = !live;
-		max_slot = Max(max_slot, slots[nslots]);
-		nslots++;
-		if (!live)
+		slot->number = DatumGetInt32(number);
+		slot->live = DatumGetBool(spi_value(i, 12, &isnull));
+		st->max_slot = Max(st->max_slot, slot->number);
+		st->nslots++;
+		if (!slot->live)
 			continue;
-		nlive++;
-		if (kind != args->kind)
-			ereport(ERROR,
-					(errcode(ERRCODE_DLOCK_WRONG_KIND),
-					 errmsg("lock \"%s\" is held as a %s",
-							text_to_cstring(args->lock_name), kind_noun(kind)),
-					 errdetail("A name is used as one kind of lock at a time."),
-					 errhint("Use another name, or wait until its leases end.")));
-		if (args->kind == KIND_PERMIT && !permits_null &&
-			DatumGetInt32(permits) != args->permits)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("semaphore \"%s\" has %d permits, not %d",
-							text_to_cstring(args->lock_name), DatumGetInt32(permits),
-							args->permits),
-					 errdetail("Its live permits were granted with permits => %d.",
-							   DatumGetInt32(permits)),
-					 errhint("Change the number of permits with dlock.resize_semaphore().")));
-		{
-			TimestampTz until = DatumGetTimestampTz(spi_value(i, 11, &isnull));
-
-			if (first_expiry == 0 || until < first_expiry)
-				first_expiry = until;
-			if (memcmp(DatumGetUUIDP(spi_value(i, 10, &isnull)), args->owner, UUID_LEN) == 0)
-			{
-				/* this owner retrying: the same lease, renewed */
-				TimestampTz renewed;
-				int64		same_token;
-
-				if (!change_holder(args->lock_name, args->owner, args->ttl_usecs,
-								   &renewed, &same_token))
-					continue;	/* it ended meanwhile: decide without it */
-				attempt->lease = holder_lease_tuple(tupdesc, cxt, args,
-													same_token, renewed);
-				attempt->acquired = true;
-				return true;
-			}
-		}
+		st->nlive++;
+		permits = spi_value(i, 9, &permits_null);
+		check_live_slot(args, DatumGetChar(spi_value(i, 8, &isnull)), permits_null,
+						permits_null ? 0 : DatumGetInt32(permits));
+		until = DatumGetTimestampTz(spi_value(i, 11, &isnull));
+		if (st->first_expiry == 0 || until < st->first_expiry)
+			st->first_expiry = until;
+		if (memcmp(DatumGetUUIDP(spi_value(i, 10, &isnull)), args->owner, UUID_LEN) == 0)
+			st->own_live = true;
 	}
+}
 
-	/* at most "permits" live permits, in slots 1..permits */
+/*
+ * Lock a free or expired slot for a grant, or make a new one: a permit in
+ * slots 1..permits, a reader anywhere, starting at a slot of this backend's
+ * own to spread readers. False when none could be had.
+ */
+static bool
+lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
+			   HolderSlot *slot)
+{
 	if (args->kind == KIND_PERMIT)
 	{
-		if (nlive >= args->permits)
-		{
-			attempt->busy_until = first_expiry;
-			return false;
-		}
-		for (int32 number = 1; number <= args->permits && !locked; number++)
+		for (int32 number = 1; number <= args->permits; number++)
 		{
 			bool		exists = false;
 			bool		is_free = true;
 
-			for (int i = 0; i < nslots; i++)
-				if (slots[i] == number)
+			for (int i = 0; i < st->nslots; i++)
+				if (st->slots[i].number == number)
 				{
 					exists = true;
-					is_free = free_slot[i];
+					is_free = !st->slots[i].live;
 				}
-			if (is_free)
-				locked = lock_slot(args, number, exists, now, &slot);
+			if (is_free && lock_slot(args, number, exists, now, slot))
+				return true;
 		}
-	}
-	else
-	{
-		/* start at a slot of this backend's own, to spread readers */
-		int			start = nslots > 0 ? MyProcPid % nslots : 0;
-
-		for (int k = 0; k < nslots && !locked; k++)
-		{
-			int			i = (start + k) % nslots;
-
-			if (free_slot[i])
-				locked = lock_slot(args, slots[i], true, now, &slot);
-		}
-		for (int32 number = max_slot + 1; !locked && number <= MAX_SHARED_SLOTS; number++)
-			locked = lock_slot(args, number, false, now, &slot);
-	}
-	if (!locked)
-	{
-		/* the free slots were just taken or are pinned by a stale holder */
-		attempt->busy_until = first_expiry;
 		return false;
 	}
-
-	/* the grant is decided: the slot's next token, from a new block if need be */
-	if (slot.fencing_seq < slot.block_end && slot.fencing_seq >= name_seq &&
-		slot.grant_timeline == timeline && slot.grant_system == system)
+	for (int k = 0; k < st->nslots; k++)
 	{
-		token = slot.fencing_seq + 1;
-		block_end = slot.block_end;
+		const SlotState *s = &st->slots[(MyProcPid % st->nslots + k) % st->nslots];
+
+		if (!s->live && lock_slot(args, s->number, true, now, slot))
+			return true;
+	}
+	for (int32 number = st->max_slot + 1; number <= MAX_SHARED_SLOTS; number++)
+		if (lock_slot(args, number, false, now, slot))
+			return true;
+	return false;
+}
+
+/*
+ * Write the grant decided on the locked slot at now: its next token, from a
+ * new block of the name's counter if need be; and report it.
+ */
+static void
+write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSlot *slot,
+				   TimestampTz now, TupleDesc tupdesc, MemoryContext cxt,
+				   HolderAttempt *attempt)
+{
+	int32		timeline = dlock_token_timeline();
+	int64		system = (int64) GetSystemIdentifier();
+	TimestampTz until = dlock_time_plus(now, args->ttl_usecs);
+	Datum		values[12];
+	char		nulls[12];
+	int64		token;
+	int64		block_end;
+
+	if (slot->fencing_seq < slot->block_end && slot->fencing_seq >= st->name_seq &&
+		slot->grant_timeline == timeline && slot->grant_system == system)
+	{
+		token = slot->fencing_seq + 1;
+		block_end = slot->block_end;
 	}
 	else
-		token = reserve_block(args->lock_name, name_exists, name_seq, name_timeline,
-							  name_system, timeline, &block_end);
+		token = reserve_block(args->lock_name, st->name_exists, st->name_seq,
+							  st->name_timeline, st->name_system, timeline, &block_end);
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[1] = Int32GetDatum(slot.slot);
+	values[0] = PointerGetDatum(args->lock_name);
+	values[1] = Int32GetDatum(slot->slot);
 	values[2] = CharGetDatum(args->kind);
 	values[3] = Int32GetDatum(args->permits);
 	nulls[3] = args->kind == KIND_PERMIT ? ' ' : 'n';
 	values[4] = UUIDPGetDatum(args->owner);
 	values[5] = Int64GetDatum(token);
 	values[6] = Int64GetDatum(block_end);
-	values[7] = TimestampTzGetDatum(dlock_time_plus(now, args->ttl_usecs));
+	values[7] = TimestampTzGetDatum(until);
 	values[8] = PointerGetDatum(args->holder);
 	nulls[8] = args->holder == NULL ? 'n' : ' ';
 	values[9] = TimestampTzGetDatum(now);
@@ -770,14 +771,57 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	values[11] = Int64GetDatum(system);
 	if (dlock_execute(PLAN_HOLDER_GRANT, values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
-			 slot.slot, text_to_cstring(args->lock_name));
+			 slot->slot, text_to_cstring(args->lock_name));
 
-	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token,
-										DatumGetTimestampTz(values[7]));
+	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
 	attempt->acquired = true;
 	dlock_require_durable_commit();
-	dlock_count(args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS, 1);
-	dlock_event("acquire", args->lock_name, token, args->holder, DatumGetTimestampTz(values[7]));
+	dlock_report_grant(args->lock_name,
+					   args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS,
+					   false, token, args->holder, until);
+}
+
+/*
+ * Decide and, when it can, make the grant, inside an SPI connection; the
+ * caller holds the kind lock and has decided the exclusive side
+ * (name_admits_holders). Returns true when granted.
+ */
+static bool
+grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
+			 HolderAttempt *attempt)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	HolderState st;
+	HolderSlot	slot;
+
+	read_holder_state(args, now, &st);
+	if (st.own_live)
+	{
+		/* this owner retrying: the same lease, renewed */
+		TimestampTz renewed;
+		int64		same_token;
+
+		if (change_holder(args->lock_name, args->owner, args->ttl_usecs,
+						  &renewed, &same_token))
+		{
+			attempt->lease = holder_lease_tuple(tupdesc, cxt, args, same_token, renewed);
+			attempt->acquired = true;
+			return true;
+		}
+		/* it ended meanwhile: decide without it, on the slots as they are now */
+		now = GetCurrentTimestamp();
+		read_holder_state(args, now, &st);
+	}
+
+	/* at most "permits" live permits */
+	if ((args->kind == KIND_PERMIT && st.nlive >= args->permits) ||
+		!lock_free_slot(args, &st, now, &slot))
+	{
+		/* full, or the free slots were just taken or are pinned by a stale holder */
+		attempt->busy_until = st.first_expiry;
+		return false;
+	}
+	write_holder_grant(args, &st, &slot, now, tupdesc, cxt, attempt);
 	return true;
 }
 

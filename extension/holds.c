@@ -92,8 +92,8 @@ arm_pin_bound(void)
 	pin_armed = true;
 }
 
-static void
-holds_xact_callback(XactEvent event, void *arg)
+void
+dlock_holds_xact_end(XactEvent event)
 {
 	if (!pin_armed)
 		return;
@@ -200,7 +200,7 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 	}
 	dlock_rows_close(&rows);
 
-	/* issue 14: or the token of a live shared lease or permit (holder_lease.c) */
+	/* or the token of a live shared lease or permit (holder_lease.c) */
 	if (!held && dlock_holder_holds(lock_name, token))
 		held = true;
 
@@ -298,7 +298,6 @@ dlock_holds_init(void)
 							PGC_SUSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
-	RegisterXactCallback(holds_xact_callback, NULL);
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = pin_emit_log;
 }

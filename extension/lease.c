@@ -69,23 +69,6 @@ typedef struct AcquireAttempt
 } AcquireAttempt;
 
 /*
- * A random (version 4) owner token, for callers that did not bring one.
- */
-pg_uuid_t *
-dlock_new_owner_token(void)
-{
-	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
-
-	if (!pg_strong_random(uuid->data, UUID_LEN))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random owner token")));
-	uuid->data[6] = (uuid->data[6] & 0x0f) | 0x40;
-	uuid->data[8] = (uuid->data[8] & 0x3f) | 0x80;
-	return uuid;
-}
-
-/*
  * Check and collect the arguments shared by try_acquire and acquire. The
  * optional owner_token and holder are at argument positions owner_arg and
  * owner_arg + 1.
@@ -109,50 +92,6 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
 }
 
-/* The timeline ID of a grant_timeline column value */
-#define TOKEN_COUNTER_MASK ((INT64CONST(1) << DLOCK_COUNTER_BITS) - 1)
-
-/*
- * The first token of a new name, above the reap floor: the counter carries
- * on above the floor, in generation "timeline" unless the floor is in a
- * later generation already.
- */
-int64
-dlock_first_token(int64 floor, int32 timeline)
-{
-	if ((floor >> DLOCK_COUNTER_BITS) >= timeline)
-		return floor + 1;
-	return ((int64) timeline << DLOCK_COUNTER_BITS) | ((floor & TOKEN_COUNTER_MASK) + 1);
-}
-
-/*
- * The next token of a row last granted on grant_timeline by a server of
- * cluster grant_system (its system identifier; 0 when unknown), granted now
- * on "timeline": one more, and a generation up whenever the history differs.
- *
- * In the same cluster on the same or a later timeline (a promotion since),
- * up by the timelines crossed, so generation minus timeline stays the same
- * for every grant of the cluster's history and a promoted standby issues
- * tokens above every token issued before, even ones it never received. Any
- * other row -- restored by pg_dump or pg_upgrade into a new cluster, whose
- * timelines start again at 1, or from before 1.1 -- goes up by the whole
- * timeline, which puts it on the same footing: a later promotion of a
- * standby that missed this grant still lands above it, whatever the row's
- * old timeline was.
- */
-int64
-dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
-{
-	int64		generation = token >> DLOCK_COUNTER_BITS;
-	bool		same_history = grant_system == (int64) GetSystemIdentifier() &&
-		timeline >= grant_timeline;
-
-	if (same_history && timeline == grant_timeline)
-		return token + 1;
-	generation += same_history ? timeline - grant_timeline : timeline;
-	return (generation << DLOCK_COUNTER_BITS) | ((token & TOKEN_COUNTER_MASK) + 1);
-}
-
 /*
  * Record this server's cluster as the row's grant_system, when the table has
  * that column (1.1 on; a database still at 1.0 runs without it until
@@ -165,18 +104,6 @@ set_grant_system(DlockRow *row, int natts)
 		return;
 	row->values[Anum_grant_system - 1] = Int64GetDatum((int64) GetSystemIdentifier());
 	row->nulls[Anum_grant_system - 1] = false;
-}
-
-/*
- * Audit record for a lease event; opens its own SPI connection.
- */
-static void
-audit_event(const char *event, text *lock_name, int64 token, bool token_isnull,
-			text *holder, const char *reason)
-{
-	SPI_connect();
-	dlock_audit(event, lock_name, Int64GetDatum(token), token_isnull, holder, reason);
-	SPI_finish();
 }
 
 /*
@@ -267,8 +194,8 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timelin
  * Set the columns of a new lease granted now to args->owner on an existing
  * row: the next token, a generation up when the history differs. taken_over
  * says whether it replaces a lease that expired without release. The caller
- * made sure no shared lease or permit is live (issue 14; the row's
- * exclusive_only mark, issue 13), so the row keeps or gets the mark.
+ * made sure no shared lease or permit is live (or the row's
+ * exclusive_only mark said so), so the row keeps or gets the mark.
  */
 static void
 set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
@@ -306,21 +233,14 @@ policy_is_plain(const DlockLeasePolicy *policy)
 }
 
 /*
- * Count, audit and announce a new lease just written to row.
+ * Report a new lease just written to row (report.c).
  */
 static void
 lease_granted(const AcquireArgs *args, DlockRow *row, bool taken_over)
 {
-	const char *event = taken_over ? "takeover" : "acquire";
-	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
-
-	dlock_count(STAT_ACQUISITIONS, 1);
-	if (taken_over)
-		dlock_count(STAT_TAKEOVERS, 1);
-	if (dlock_audit_level == DLOCK_AUDIT_ALL)
-		audit_event(event, args->lock_name, token, false, args->holder, NULL);
-	dlock_event(event, args->lock_name, token, args->holder,
-				DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
+	dlock_report_grant(args->lock_name, STAT_ACQUISITIONS, taken_over,
+					   DatumGetInt64(row->values[Anum_fencing_seq - 1]), args->holder,
+					   DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
 }
 
 /*
@@ -371,7 +291,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_lock_name - 1] = false;
 	set_owner(row, args, now, dlock_time_plus(now, args->ttl_usecs));
 	row->nulls[Anum_updated_at - 1] = false;
-	/* issue 14: above the tokens of the name's shared leases and permits too */
+	/* above the tokens of the name's shared leases and permits too */
 	row->values[Anum_fencing_seq - 1] =
 		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), timeline));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
@@ -383,7 +303,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
 	set_grant_system(row, tupdesc->natts);
-	/* the caller checked dlock.lock_holder (issue 13: exclusive_only) */
+	/* the caller checked dlock.lock_holder, or the exclusive_only mark */
 	dlock_row_set_exclusive_only(rows, row, true);
 	dlock_policy_grant(rows, row, args->lock_name, &args->policy, now, NULL);
 	dlock_row_insert(rows, row);
@@ -398,6 +318,54 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
  * by lock_timeout). Counts and audits the grant; the transaction will
  * commit durably.
  */
+/*
+ * Decide an exclusive attempt on lock row "row" as read, at clock reading
+ * now: false when the name is not available (*busy_until: when it will
+ * be); otherwise *new_lease says whether a new lease is granted (false:
+ * this owner's live lease, acquired again) and *taken_over whether it
+ * replaces a lease that was lost rather than released. view receives the
+ * policies' view of the row.
+ */
+static bool
+decide_on_row(const AcquireArgs *args, DlockRows *rows, DlockRow *row, TimestampTz now,
+			  DlockPolicyView *view, bool *new_lease, bool *taken_over,
+			  TimestampTz *busy_until)
+{
+	/*
+	 * Policies (lease_policy.c): whether the lease is live, and until when
+	 * the name is unavailable to a new owner (lease_until without policies;
+	 * later with a minimum hold or a lock delay; earlier for a session-bound
+	 * lease whose session ended).
+	 */
+	dlock_policy_view(rows, row, now, view);
+	*taken_over = !row->nulls[Anum_owner_token - 1];
+	if (view->live)
+	{
+		pg_uuid_t  *holder_owner = DatumGetUUIDP(row->values[Anum_owner_token - 1]);
+
+		if (memcmp(holder_owner, args->owner, UUID_LEN) == 0 && !view->hold_reached)
+		{
+			/* this owner retrying: same lease, same token, same policies */
+			dlock_policy_check_retry(rows, row, args->lock_name, &args->policy);
+			*new_lease = false;
+			return true;
+		}
+		if (dlock_wait_abandoned(args->lock_name, row->xmin, holder_owner))
+		{
+			*taken_over = false;	/* handed to a waiter that never took it */
+			return true;
+		}
+		*busy_until = view->available_at;
+		return false;
+	}
+	if (view->available_at != 0)
+	{
+		*busy_until = view->available_at;
+		return false;
+	}
+	return true;
+}
+
 static void
 attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				  TimestampTz deadline, AcquireAttempt *attempt)
@@ -423,46 +391,20 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		found = dlock_row_read(&rows, args->lock_name, &row);
 		if (found)
 		{
-			bool		has_owner = !row.nulls[Anum_owner_token - 1];
-
 			now = GetCurrentTimestamp();
-
-			/*
-			 * Policies (lease_policy.c): whether the lease is live, and until
-			 * when the name is unavailable to a new owner (lease_until
-			 * without policies; later with a minimum hold or a lock delay;
-			 * earlier for a session-bound lease whose session ended).
-			 */
-			dlock_policy_view(&rows, &row, now, &view);
-			taken_over = has_owner;
-			if (view.live)
+			if (!decide_on_row(args, &rows, &row, now, &view, &new_lease, &taken_over,
+							   &attempt->busy_until))
 			{
-				pg_uuid_t  *holder_owner = DatumGetUUIDP(row.values[Anum_owner_token - 1]);
-
-				if (memcmp(holder_owner, args->owner, UUID_LEN) == 0 && !view.hold_reached)
-					new_lease = false;	/* this owner retrying: same lease, same token */
-				else if (dlock_wait_abandoned(args->lock_name, row.xmin, holder_owner))
-					taken_over = false; /* handed to a waiter that never took it */
-				else
-				{
-					attempt->busy_until = view.available_at;
-					dlock_rows_close(&rows);
-					return;
-				}
-			}
-			else if (view.available_at != 0)
-			{
-				attempt->busy_until = view.available_at;
 				dlock_rows_close(&rows);
 				return;
 			}
 		}
 
 		/*
-		 * issue 14: a new lease also needs no live shared lease or permit;
-		 * issue 13: unless the row, once locked as read, says the name has
-		 * had none since an exclusive grant last checked (holder_lease.c,
-		 * "Exclusion between kinds").
+		 * A new lease also needs no live shared lease or permit; unless the
+		 * row, once locked as read, says the name has had none since an
+		 * exclusive grant last checked (holder_lease.c, "Exclusion between
+		 * kinds").
 		 */
 		if (new_lease && !(found && dlock_row_exclusive_only(&rows, &row)))
 		{
@@ -532,7 +474,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 /*
  * attempt_grant_row, and for a refusal give back the kind lock it may have
- * taken (issue 14, holder_lease.c), so a refused attempt holds nothing.
+ * taken (holder_lease.c), so a refused attempt holds nothing.
  */
 static void
 attempt_grant(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
@@ -884,64 +826,17 @@ dlock_renew(PG_FUNCTION_ARGS)
 	{
 		TimestampTz holder_until;
 
-		/* issue 14: or a shared lease or permit of this owner */
+		/* or a shared lease or permit of this owner */
 		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &holder_until))
 			PG_RETURN_TIMESTAMPTZ(holder_until);
 		dlock_count(STAT_RENEWALS_REFUSED, 1);
 		if (dlock_audit_level == DLOCK_AUDIT_ALL)
-			audit_event("renew_refused", lock_name, 0, true, NULL, NULL);
+			dlock_report_audit("renew_refused", lock_name, 0, true, NULL, NULL);
 		PG_RETURN_NULL();
 	}
 	dlock_require_durable_commit();
 	dlock_count(STAT_RENEWALS, 1);
 	PG_RETURN_DATUM(row.values[Anum_lease_until - 1]);
-}
-
-/*
- * A lease ended (release or force release) with fencing token "token" held
- * by "holder": count it, and audit it as "event" when dlock.audit is at
- * least audit_from. The caller sees to the waiters.
- */
-static void
-lease_ended(text *lock_name, const char *event, DlockCounter counter,
-			DlockAuditLevel audit_from, const char *reason,
-			int64 token, bool token_isnull, text *holder)
-{
-	dlock_count(counter, 1);
-	dlock_event(event, lock_name, token, holder, GetCurrentTimestamp());
-	if (dlock_audit_level >= (int) audit_from)
-	{
-		if (SPI_connect() == SPI_ERROR_CONNECT)
-			elog(ERROR, "pg_dlock: SPI_connect failed");
-		dlock_audit(event, lock_name, Int64GetDatum(token), token_isnull, holder, reason);
-		SPI_finish();
-	}
-}
-
-/*
- * dlock_lease_ended for each row (fencing_seq, holder) of the statement the
- * caller just ran through its SPI connection: the leases it ended, one
- * exclusive lease or all the shared leases or permits of lock_name.
- */
-void
-dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
-				  DlockAuditLevel audit_from, const char *reason)
-{
-	SPITupleTable *ended = SPI_tuptable;
-	uint64		count = SPI_processed;
-
-	dlock_wake_waiters(lock_name);
-	for (uint64 i = 0; i < count; i++)
-	{
-		bool		token_isnull;
-		bool		holder_isnull;
-		Datum		token = SPI_getbinval(ended->vals[i], ended->tupdesc, 1, &token_isnull);
-		Datum		holder = SPI_getbinval(ended->vals[i], ended->tupdesc, 2, &holder_isnull);
-
-		lease_ended(lock_name, event, counter, audit_from, reason,
-					token_isnull ? 0 : DatumGetInt64(token), token_isnull,
-					holder_isnull ? NULL : DatumGetTextPP(holder));
-	}
 }
 
 /*
@@ -961,7 +856,7 @@ dlock_release(PG_FUNCTION_ARGS)
 
 	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, &row))
 	{
-		/* issue 14: or a shared lease or permit of this owner */
+		/* or a shared lease or permit of this owner */
 		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), 0, NULL))
 			PG_RETURN_BOOL(true);
 		dlock_count(STAT_RELEASES_REFUSED, 1);
@@ -970,9 +865,9 @@ dlock_release(PG_FUNCTION_ARGS)
 	dlock_allow_async_release(had_xid);
 	/* the longest waiter gets the lease in this transaction's commit */
 	dlock_hand_off_at_commit(lock_name);
-	lease_ended(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
-				DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
-				row.nulls[Anum_holder - 1] ? NULL :
-				DatumGetTextPP(row.values[Anum_holder - 1]));
+	dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
+					 DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
+					 row.nulls[Anum_holder - 1] ? NULL :
+					 DatumGetTextPP(row.values[Anum_holder - 1]));
 	PG_RETURN_BOOL(true);
 }

@@ -514,6 +514,27 @@ dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 }
 
 /*
+ * The owner of the live lease on row acquires it again asking for policy:
+ * the lease keeps the policies it was granted with, so a repeated acquire
+ * may not ask for a session-bound lease the lease is not (it would not end
+ * with the session, silently). Raises before anything changed.
+ */
+void
+dlock_policy_check_retry(DlockRows *rows, DlockRow *row, text *lock_name,
+						 const DlockLeasePolicy *policy)
+{
+	DlockPolicyRow pr;
+
+	read_policy_row(rows, row, &pr);
+	if (policy->session_bound && !pr.session_bound)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lease of lock \"%s\" is not session-bound", text_to_cstring(lock_name)),
+				 errdetail("This owner already holds the lease, granted without session_bound; a repeated acquire keeps the lease as it was granted."),
+				 errhint("Release the lease and acquire it again with session_bound => true.")));
+}
+
+/*
  * May this owner's lease on row be renewed (ttl_usecs > 0) or released (0)
  * now? Only a live lease: not expired, and not session-bound to a session
  * that ended. A renewal once max_hold is reached is refused and counted,

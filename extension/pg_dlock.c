@@ -54,6 +54,56 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 void		_PG_init(void);
 
 /*
+ * The one transaction-end callback: each part's work at the end of a
+ * transaction, in the order written here (extension/README, "Commit
+ * time"), not in the order of registration.
+ *  1. the wait queue settles the wake-ups of the transaction's releases and
+ *     grants (at commit or abort; nothing before);
+ *  2. at pre-commit, releases hand their leases to the next waiters: each
+ *     handoff is a grant, with its lease event, and needs a durable commit;
+ *  3. durability chooses the commit's synchronous_commit, so it must follow
+ *     the handoffs;
+ *  4. the events of the transaction, the handoffs' included, are reserved
+ *     their place in the event queue at pre-commit and handed over at
+ *     commit; the earliest lease granted is then posted to the expiry
+ *     worker, whose scan can see it only once committed;
+ *  5. the pins taken by holds() stop being timed.
+ */
+static void
+dlock_xact_end(XactEvent event, void *arg)
+{
+	TimestampTz granted_until;
+
+	dlock_wait_xact_end(event);
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		int			cursor = 0;
+		text	   *released;
+
+		while ((released = dlock_wait_next_handoff(&cursor)) != NULL)
+			dlock_hand_off(released);
+	}
+	dlock_durability_xact_end(event);
+	granted_until = dlock_events_xact_end(event);
+	if (granted_until != 0)
+		dlock_expiry_worker_schedule(granted_until);
+	dlock_holds_xact_end(event);
+}
+
+/*
+ * The one subtransaction-end callback: a subtransaction's wake-ups and
+ * events move to its parent when it commits, and are undone when it rolls
+ * back.
+ */
+static void
+dlock_subxact_end(SubXactEvent event, SubTransactionId subxid,
+				  SubTransactionId parent_subxid, void *arg)
+{
+	dlock_wait_subxact_end(event);
+	dlock_events_subxact_end(event);
+}
+
+/*
  * Reserve the shared memory that stats.c and wait.c lay out.
  */
 static void
@@ -134,8 +184,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("dlock");
 
-	dlock_durability_init();
-	dlock_wait_init();
+	RegisterXactCallback(dlock_xact_end, NULL);
+	RegisterSubXactCallback(dlock_subxact_end, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -13,6 +13,7 @@
 
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
@@ -29,7 +30,7 @@
  */
 #define ERRCODE_DLOCK_STALE_FENCING_TOKEN	MAKE_SQLSTATE('P','D','0','0','1')
 #define ERRCODE_DLOCK_LOCK_NOT_HELD			MAKE_SQLSTATE('P','D','0','0','2')
-/* lock kinds (issue 14): the name is held in another kind than asked for */
+/* lock kinds: the name is held in another kind than asked for */
 #define ERRCODE_DLOCK_WRONG_KIND			MAKE_SQLSTATE('P','D','0','2','0')
 
 /* Token layout: timeline ID above a per-name counter (README "Fencing tokens") */
@@ -83,7 +84,7 @@ typedef enum DlockPlanId
 	PLAN_WORKER_REAP,
 	PLAN_WORKER_PURGE_AUDIT,
 	PLAN_LEADER,
-	/* from here on, statements on objects of 1.2: lock kinds (issue 14, holder_lease.c) */
+	/* from here on, statements on objects of 1.2: lock kinds (holder_lease.c) */
 	PLAN_HOLDERS_CLEAR_EXPIRED,
 	PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED,
 	PLAN_HOLDER_OWN_LOCK,
@@ -102,6 +103,8 @@ typedef enum DlockPlanId
 	/* the lease policies' columns (1.2 on, admin.c) */
 	PLAN_REAP_AVAILABLE,
 	PLAN_LOCK_DELAY_FORCED,
+	PLAN_FORCE_RELEASE_LIVE,
+	PLAN_REAP_HOLDER_SLOTS,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 
@@ -118,8 +121,6 @@ typedef struct DlockOwnerScope
 extern void dlock_owner_scope_begin(DlockOwnerScope *scope);
 extern void dlock_owner_scope_end(DlockOwnerScope *scope);
 
-/* admin.c */
-extern int64 dlock_purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan);
 
 /* schema.c */
 extern Oid	dlock_require_own_schema(void);
@@ -172,7 +173,7 @@ typedef struct DlockRows
 	Relation	index;
 	int			natts;
 	uint32		generation;		/* of the catalog the relations came from */
-	AttrNumber	exclusive_only_att; /* issue 13; InvalidAttrNumber before 1.2 */
+	AttrNumber	exclusive_only_att; /* InvalidAttrNumber before 1.2 */
 } DlockRows;
 
 typedef struct DlockRow
@@ -203,13 +204,17 @@ extern int64 dlock_token_floor(void);
 extern bool dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row);
 extern void dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value);
 
-/* token.c */
+/* token.c: how fencing tokens and owner tokens are made, for every kind */
 extern int32 dlock_token_timeline(void);
+extern int64 dlock_first_token(int64 floor, int32 timeline);
+extern int64 dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system,
+							  int32 timeline);
+extern pg_uuid_t *dlock_new_owner_token(void);
 
 /* durability.c */
 extern void dlock_require_durable_commit(void);
 extern void dlock_allow_async_release(bool had_xid_before);
-extern void dlock_durability_init(void);
+extern void dlock_durability_xact_end(XactEvent event);
 
 /* wait.c */
 
@@ -239,15 +244,17 @@ extern void dlock_hand_off_at_commit(text *lock_name);
 extern bool dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now,
 								  DlockHandoff *to);
 extern bool dlock_wait_abandoned(text *lock_name, TransactionId xmin, const pg_uuid_t *owner);
-extern void dlock_wait_pre_commit(void);
+extern text *dlock_wait_next_handoff(int *cursor);
 extern void dlock_wake_waiters_now(const char *name, int len);
 extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);
-extern void dlock_wait_init(void);
+extern void dlock_wait_xact_end(XactEvent event);
+extern void dlock_wait_subxact_end(SubXactEvent event);
 
 /* holds.c */
 extern int	dlock_max_pin_ms;
 extern void dlock_holds_init(void);
+extern void dlock_holds_xact_end(XactEvent event);
 extern bool dlock_pin_lease(text *lock_name, int64 token);
 
 /* audit.c */
@@ -270,10 +277,10 @@ typedef enum DlockCounter
 	STAT_WAITS,
 	STAT_WAIT_TIMEOUTS,
 	STAT_WAIT_USECS,
-	/* from 1.2 (issue 15); a 1.1 dlock.stats_counters() has no column for them */
+	/* from 1.2 on; a 1.1 dlock.stats_counters() has no column for them */
 	STAT_EVENTS_SENT,
 	STAT_EVENTS_DROPPED,
-	/* per lock kind (issue 14), shown by dlock.kind_stats() only */
+	/* per lock kind, shown by dlock.kind_stats() only */
 	STAT_SHARED_ACQUISITIONS,
 	STAT_SHARED_BUSY,
 	STAT_PERMIT_ACQUISITIONS,
@@ -284,19 +291,26 @@ typedef enum DlockCounter
 } DlockCounter;
 
 extern void dlock_count(DlockCounter counter, uint64 amount);
+extern void dlock_stats_reset_counters(void);
 extern Size dlock_stats_shmem_size(void);
 extern void dlock_stats_shmem_init(void);
 
+/* report.c: what every lease change of any kind reports */
+extern void dlock_report_audit(const char *event, text *lock_name, int64 token,
+							   bool token_isnull, text *holder, const char *reason);
+extern void dlock_report_grant(text *lock_name, DlockCounter kind_counter, bool taken_over,
+							   int64 token, text *holder, TimestampTz lease_until);
+extern void dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
+							 DlockAuditLevel audit_from, const char *reason,
+							 int64 token, bool token_isnull, text *holder);
+extern void dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter,
+									DlockAuditLevel audit_from, const char *reason);
+
 /* lease.c */
 extern void dlock_hand_off(text *lock_name);
-extern int64 dlock_first_token(int64 floor, int32 timeline);
-extern int64 dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system,
-							  int32 timeline);
-extern pg_uuid_t *dlock_new_owner_token(void);
-extern void dlock_lease_ended(text *lock_name, const char *event, DlockCounter counter,
-							  DlockAuditLevel audit_from, const char *reason);
 
-/* holder_lease.c: shared leases and semaphore permits (issue 14) */
+
+/* holder_lease.c: shared leases and semaphore permits */
 typedef enum DlockExclusiveCheck
 {
 	EXCLUSIVE_ALLOWED,			/* no live holder: grant, tokens above theirs */
@@ -361,6 +375,8 @@ extern void dlock_policy_view(DlockRows *rows, DlockRow *row, TimestampTz now, D
 extern void dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 							   const DlockLeasePolicy *policy, TimestampTz now,
 							   const DlockPolicyView *previous);
+extern void dlock_policy_check_retry(DlockRows *rows, DlockRow *row, text *lock_name,
+									 const DlockLeasePolicy *policy);
 extern bool dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern void dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern TimestampTz dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now,
@@ -381,6 +397,8 @@ extern bool dlock_events_enabled;
 extern void dlock_event(const char *event, text *lock_name, int64 token,
 						text *holder, TimestampTz lease_until);
 extern void dlock_events_init(void);
+extern TimestampTz dlock_events_xact_end(XactEvent event);
+extern void dlock_events_subxact_end(SubXactEvent event);
 
 /* event_queue.c: hands committed events to a sender per database */
 extern bool dlock_event_queue_ready(void);

@@ -66,6 +66,24 @@ typedef struct DlockPlanDef
 	"  RETURNING 1" \
 	") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone"
 
+/*
+ * dlock.force_release's statement for the exclusive lease; live is the
+ * condition on the lock row l that the lease is live.
+ */
+#define FORCE_RELEASE_SQL(live) \
+	"UPDATE dlock.distributed_lock l SET" \
+	" owner_token = NULL," \
+	" lease_until = pg_catalog.clock_timestamp()," \
+	" updated_at = pg_catalog.clock_timestamp()" \
+	" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL" \
+	"   AND " live \
+	" RETURNING l.fencing_seq, l.holder"
+
+/* the lease functions' own decision on a lock row l (lease_policy.c), from 1.2 on */
+#define POLICY_STATE_SQL \
+	"dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until," \
+	" l.session_id, l.hold_limit, l.min_hold_until, l.lock_delay, l.not_before)"
+
 static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 	[PLAN_FENCE] = {
 		"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
@@ -80,14 +98,9 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 		"SELECT f.fencing_token FROM dlock.resource_fence f WHERE f.resource = $1",
 		1, {TEXTOID}
 	},
+	/* before 1.2: no lease policies */
 	[PLAN_FORCE_RELEASE] = {
-		"UPDATE dlock.distributed_lock l SET"
-		" owner_token = NULL,"
-		" lease_until = pg_catalog.clock_timestamp(),"
-		" updated_at = pg_catalog.clock_timestamp()"
-		" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL"
-		"   AND l.lease_until > pg_catalog.clock_timestamp()"
-		" RETURNING l.fencing_seq, l.holder",
+		FORCE_RELEASE_SQL("l.lease_until > pg_catalog.clock_timestamp()"),
 		1, {TEXTOID}
 	},
 
@@ -183,7 +196,7 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 };
 
 /*
- * Statements on objects of 1.2: the lock kinds (issue 14, holder_lease.c),
+ * Statements on objects of 1.2: the lock kinds (holder_lease.c),
  * whose $n timestamptz parameters are the caller's one clock reading, the
  * force release of holders and the reap that knows the lease policies.
  */
@@ -322,9 +335,32 @@ static const DlockPlanDef kind_plan_defs[] = {
 	 * whatever idle_for says; deleting its row would make the name free.
 	 */
 	[PLAN_REAP_AVAILABLE - FIRST_KIND_PLAN] = {
-		REAP_SQL("    AND (dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,"
-				 " l.session_id, l.hold_limit, l.min_hold_until, l.lock_delay,"
-				 " l.not_before)).available_at IS NULL"),
+		REAP_SQL("    AND (" POLICY_STATE_SQL ").available_at IS NULL"),
+		2, {INTERVALOID, INT4OID}
+	},
+	/*
+	 * dlock.force_release from 1.2 on: only a lease the lease functions
+	 * call live (not one whose session already ended)
+	 */
+	[PLAN_FORCE_RELEASE_LIVE - FIRST_KIND_PLAN] = {
+		FORCE_RELEASE_SQL("(" POLICY_STATE_SQL ").live"),
+		1, {TEXTOID}
+	},
+	/*
+	 * dlock.reap: holder slots idle for longer than $1, at most $2. The
+	 * name's counter stays, so a slot made again later takes a new block
+	 * of tokens above every token the deleted slots issued.
+	 */
+	[PLAN_REAP_HOLDER_SLOTS - FIRST_KIND_PLAN] = {
+		"WITH victims AS ("
+		"  SELECT h.lock_name, h.slot FROM dlock.lock_holder h"
+		"   WHERE (h.owner_token IS NULL OR h.lease_until <= pg_catalog.clock_timestamp())"
+		"     AND COALESCE(h.lease_until, h.updated_at) < pg_catalog.clock_timestamp() - $1"
+		"   LIMIT $2 FOR UPDATE SKIP LOCKED"
+		"), gone AS ("
+		"  DELETE FROM dlock.lock_holder h USING victims v"
+		"   WHERE h.lock_name = v.lock_name AND h.slot = v.slot RETURNING 1"
+		") SELECT pg_catalog.count(*)::int8 FROM gone",
 		2, {INTERVALOID, INT4OID}
 	},
 	/* lease_policy.c: a force release starts the lease's lock delay */

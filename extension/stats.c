@@ -26,7 +26,6 @@
 #include "pg_dlock.h"
 
 PG_FUNCTION_INFO_V1(dlock_stats_counters);
-PG_FUNCTION_INFO_V1(dlock_stats_reset);
 PG_FUNCTION_INFO_V1(dlock_kind_stats);
 
 typedef struct DlockStatsShared
@@ -111,10 +110,10 @@ dlock_stats_counters(PG_FUNCTION_ARGS)
 }
 
 /*
- * dlock.stats_reset() returns void
+ * Zero the counters and note when (dlock.stats_reset, admin.c).
  */
-Datum
-dlock_stats_reset(PG_FUNCTION_ARGS)
+void
+dlock_stats_reset_counters(void)
 {
 	if (stats_shared != NULL)
 	{
@@ -122,8 +121,6 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 			pg_atomic_write_u64(&stats_shared->counters[i], 0);
 		pg_atomic_write_u64(&stats_shared->reset_at, (uint64) GetCurrentTimestamp());
 	}
-	dlock_policy_stats_reset();
-	PG_RETURN_VOID();
 }
 
 static uint64

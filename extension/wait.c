@@ -468,7 +468,7 @@ dlock_usecs_since(instr_time started)
 }
 
 /*
- * Issue 14 hook (writer preference, holder_lease.c): is another caller
+ * Writer preference (holder_lease.c): is another caller
  * queued for lock_name ahead of this backend? True when this backend is not
  * the head of the name's queue and someone else waits for the name.
  */
@@ -938,17 +938,23 @@ record_abandoned(PendingWakeup *p)
 }
 
 /*
- * At pre-commit of a top-level transaction (durability.c calls it before it
- * decides how the transaction commits): hand over the leases of the locks
- * this transaction released, to their longest waiters.
+ * At pre-commit of a top-level transaction: the next lock this transaction
+ * released whose lease is to be handed over to its longest waiter, from
+ * pending entry *cursor on (start at 0); NULL when there is none left. The
+ * transaction-end callback (pg_dlock.c) hands each over before it decides
+ * how the transaction commits; a handoff may add entries, which are seen.
  */
-void
-dlock_wait_pre_commit(void)
+text *
+dlock_wait_next_handoff(int *cursor)
 {
-	for (int i = 0; i < npending; i++)
-		if (pending[i].at_commit && pending[i].handoff_name != NULL &&
-			has_head(pending[i].handoff_name))
-			dlock_hand_off(pending[i].handoff_name);
+	while (*cursor < npending)
+	{
+		PendingWakeup *p = &pending[(*cursor)++];
+
+		if (p->at_commit && p->handoff_name != NULL && has_head(p->handoff_name))
+			return p->handoff_name;
+	}
+	return NULL;
 }
 
 /*
@@ -962,8 +968,8 @@ dlock_wake_waiters_now(const char *name, int len)
 		wake_heads(name_hash(name, len));
 }
 
-static void
-wait_xact_callback(XactEvent event, void *arg)
+void
+dlock_wait_xact_end(XactEvent event)
 {
 	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
 	bool		abort = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
@@ -994,9 +1000,8 @@ wait_xact_callback(XactEvent event, void *arg)
  * A subtransaction's wake-ups move to its parent when it commits; when it
  * rolls back, its grants are undone, so the next waiters are woken now.
  */
-static void
-wait_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
+void
+dlock_wait_subxact_end(SubXactEvent event)
 {
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
@@ -1081,12 +1086,3 @@ dlock_wait_shmem_init(void)
 	}
 }
 
-/*
- * Called from _PG_init.
- */
-void
-dlock_wait_init(void)
-{
-	RegisterXactCallback(wait_xact_callback, NULL);
-	RegisterSubXactCallback(wait_subxact_callback, NULL);
-}

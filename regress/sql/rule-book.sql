@@ -105,3 +105,54 @@ SELECT dlock.release('rules:plain', '00000000-0000-0000-0000-0000000000c6') AS r
 SELECT (dlock.try_acquire_shared('rules:plain', '1 minute', '00000000-0000-0000-0000-0000000000c7')).fencing_token IS NOT NULL AS reader_granted;
 SELECT dlock.release('rules:plain', '00000000-0000-0000-0000-0000000000c7') AS released;
 DELETE FROM dlock.audit_log WHERE lock_name IN ('rules:forced', 'rules:max-hold');
+
+------------------------------------------------------------------------
+-- Strict fencing: a row without a token names no lease, so it is not
+-- deleted either (22004)
+------------------------------------------------------------------------
+CREATE TEMPORARY TABLE strict_rows (token bigint, lock_name text);
+INSERT INTO strict_rows VALUES (NULL, 'rules:strict');
+CREATE TRIGGER strict BEFORE INSERT OR UPDATE OR DELETE ON strict_rows
+	FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name');
+DELETE FROM strict_rows;
+SELECT count(*) AS rows_kept FROM strict_rows;
+DROP TABLE strict_rows;
+
+------------------------------------------------------------------------
+-- Cleanup reaches every kind: dlock.reap deletes idle holder slots, and a
+-- reader coming back later still gets a token above every earlier one.
+------------------------------------------------------------------------
+SELECT count(*) AS readers FROM (
+	SELECT dlock.try_acquire_shared('rules:reap-slots', '1 minute', ('00000000-0000-0000-0000-0000000001' || n)::uuid)
+	  FROM generate_series(10, 12) n) r;
+SELECT max(fencing_token) AS old_max FROM dlock.lock_holders WHERE lock_name = 'rules:reap-slots' \gset
+SELECT bool_and(dlock.release('rules:reap-slots', ('00000000-0000-0000-0000-0000000001' || n)::uuid)) AS released
+  FROM generate_series(10, 11) n;
+-- two slots ended two days ago; the third is still live
+UPDATE dlock.lock_holder SET lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days'
+ WHERE lock_name = 'rules:reap-slots' AND owner_token IS NULL;
+SELECT dlock.reap('1 day') >= 2 AS reaped;
+SELECT count(*) AS slots_left, count(owner_token) AS live_slots FROM dlock.lock_holder WHERE lock_name = 'rules:reap-slots';
+SELECT fencing_token > :old_max AS new_reader_token_higher
+  FROM dlock.try_acquire_shared('rules:reap-slots', '1 minute', '00000000-0000-0000-0000-000000000113');
+SELECT bool_and(dlock.release('rules:reap-slots', ('00000000-0000-0000-0000-0000000001' || n)::uuid)) AS released
+  FROM generate_series(12, 13) n;
+
+------------------------------------------------------------------------
+-- Reporting reaches every kind: at dlock.audit = all, a shared lease and a
+-- permit are audited when granted and released, as an exclusive lease is.
+------------------------------------------------------------------------
+SET dlock.audit = 'all';
+SELECT (dlock.try_acquire_shared('rules:audit-shared', '1 minute', '00000000-0000-0000-0000-0000000000d8', 'reader')).fencing_token AS shared_token \gset
+SELECT dlock.release('rules:audit-shared', '00000000-0000-0000-0000-0000000000d8') AS released;
+SELECT (dlock.try_acquire_permit('rules:audit-permit', 1, '1 minute', '00000000-0000-0000-0000-0000000000d9', 'worker')).fencing_token AS permit_token \gset
+SELECT dlock.release('rules:audit-permit', '00000000-0000-0000-0000-0000000000d9') AS released;
+SELECT (dlock.try_acquire('rules:audit-exclusive', '1 minute', '00000000-0000-0000-0000-0000000000da', 'writer')).fencing_token IS NOT NULL AS held;
+SELECT dlock.release('rules:audit-exclusive', '00000000-0000-0000-0000-0000000000da') AS released;
+RESET dlock.audit;
+SELECT lock_name, event, holder,
+       fencing_token = CASE lock_name WHEN 'rules:audit-shared' THEN :shared_token
+                                      WHEN 'rules:audit-permit' THEN :permit_token
+                                      ELSE fencing_token END AS token_recorded
+  FROM dlock.audit_log WHERE lock_name LIKE 'rules:audit-%' ORDER BY id;
+DELETE FROM dlock.audit_log WHERE lock_name LIKE 'rules:audit-%';

@@ -83,5 +83,31 @@ SELECT dlock.holds('session:own', :own_token) AS holds_own;
 SELECT dlock.renew('session:own', '00000000-0000-0000-0000-000000000003', '1 minute') IS NOT NULL AS renewed_own;
 SELECT dlock.release('session:own', '00000000-0000-0000-0000-000000000003') AS released_own;
 
+-- refused: a repeated acquire may not make a plain lease session-bound
+-- (55000); the lease stays as it was granted
+SELECT (dlock.try_acquire('session:plain', '1 minute', '00000000-0000-0000-0000-000000000004')).fencing_token AS plain_token \gset
+SELECT dlock.try_acquire('session:plain', '1 minute', '00000000-0000-0000-0000-000000000004', session_bound => true);
+SELECT session_bound, fencing_token = :plain_token AS same_lease FROM dlock.locks WHERE lock_name = 'session:plain';
+-- asking again without session_bound is the plain retry
+SELECT fencing_token = :plain_token AS same_token
+  FROM dlock.try_acquire('session:plain', '1 minute', '00000000-0000-0000-0000-000000000004');
+
+-- force_release of a session-bound lease whose session already ended: it
+-- was not live, so nothing is ended and nothing is audited
+SELECT dblink_connect('holder', :'conninfo');
+SELECT pid AS holder_pid FROM dblink('holder', 'SELECT pg_backend_pid()') AS t(pid integer) \gset
+SELECT * FROM dblink('holder',
+	$$SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('session:forced', '1 hour', session_bound => true)$$)
+	AS t(acquired boolean);
+SELECT dblink_disconnect('holder');
+SELECT pg_temp.wait_gone(:holder_pid) AS holder_gone;
+SELECT dlock.force_release('session:forced', 'regress: the session already ended') AS forced;
+SELECT count(*) AS audit_records FROM dlock.audit_log WHERE lock_name = 'session:forced';
+-- the control: a live session-bound lease is forced away and audited
+SELECT (dlock.try_acquire('session:forced-live', '1 hour', session_bound => true)).fencing_token IS NOT NULL AS acquired;
+SELECT dlock.force_release('session:forced-live', 'regress: a live session-bound lease') AS forced;
+SELECT count(*) AS audit_records FROM dlock.audit_log WHERE lock_name = 'session:forced-live';
+DELETE FROM dlock.audit_log WHERE lock_name LIKE 'session:%';
+
 DELETE FROM dlock.distributed_lock WHERE lock_name LIKE 'session:%';
 DROP EXTENSION dblink;
