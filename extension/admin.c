@@ -19,7 +19,13 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "catalog.h"
+#include "spi_plans.h"
+#include "report.h"
+#include "lease_policy.h"
 
 PG_FUNCTION_INFO_V1(dlock_force_release);
 PG_FUNCTION_INFO_V1(dlock_reap);

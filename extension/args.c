@@ -15,12 +15,14 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "common/hashfn.h"
 #include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
 
 /*
  * Raise null_value_not_allowed when argument argno is NULL.
@@ -58,6 +60,17 @@ dlock_arg_name(FunctionCallInfo fcinfo, int argno, const char *argname)
 				 errdetail("It has %d characters; at most %d are allowed.",
 						   chars, DLOCK_MAX_NAME_CHARS)));
 	return name;
+}
+
+/*
+ * The one hash of a lock name (len bytes at name), for everything keyed by
+ * it in memory: its wait queue, its kind lock and new-name lock tags, the
+ * row cache. Every backend must compute the same value.
+ */
+uint64
+dlock_name_hash(const char *name, int len)
+{
+	return hash_bytes_extended((const unsigned char *) name, len, 0);
 }
 
 /*

@@ -21,7 +21,9 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "spi_plans.h"
+#include "audit.h"
 
 /*
  * Append an audit record; caller has an SPI connection. The role recorded

@@ -41,7 +41,10 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "catalog.h"
+#include "lock_row.h"
 
 /* Fourth field of pg_dlock's advisory lock tags */
 #define DLOCK_LOCKTAG_FLOOR		0x6401
@@ -274,8 +277,7 @@ dlock_new_name_unlock(uint64 hash)
 static void
 kind_locktag(LOCKTAG *tag, text *lock_name)
 {
-	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(lock_name),
-										   VARSIZE_ANY_EXHDR(lock_name), 0);
+	uint64		hash = dlock_name_hash(VARDATA_ANY(lock_name), VARSIZE_ANY_EXHDR(lock_name));
 
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
 						 DLOCK_LOCKTAG_KIND);

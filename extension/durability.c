@@ -26,7 +26,8 @@
 #include "replication/syncrep.h"
 #include "utils/guc.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "durability.h"
 
 /* State of the current top-level transaction */
 static bool durable_required = false;

@@ -72,7 +72,9 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "stats.h"
+#include "event_queue.h"
 
 PGDLLEXPORT void dlock_event_sender_main(Datum main_arg);
 
@@ -330,8 +332,8 @@ start_sender(int slot, Oid database, uint32 generation)
 /*
  * Log, at most once a minute across the server, that events were dropped.
  */
-static void
-log_dropped(int nevents)
+void
+dlock_event_queue_log_dropped(int nevents)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		log_now;
@@ -351,8 +353,9 @@ log_dropped(int nevents)
 /*
  * Reserve a record for the current transaction's "nevents" events, whose
  * payloads (each NUL-terminated) are the "len" bytes at "payloads". Returns
- * the record's position, or -1 when the queue has no room (the events are
- * dropped: the caller counts them at commit).
+ * the record's position, or -1 when the queue has no room (the caller may
+ * try smaller records; what it drops it counts and logs with
+ * dlock_event_queue_log_dropped).
  */
 int64
 dlock_event_queue_reserve(const char *payloads, Size len, int nevents)
@@ -378,7 +381,6 @@ dlock_event_queue_reserve(const char *payloads, Size len, int nevents)
 		if (queue->size - (queue->head - queue->tail) < pad + need)
 		{
 			LWLockRelease(queue_lock);
-			log_dropped(nevents);
 			return -1;
 		}
 	}

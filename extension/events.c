@@ -39,7 +39,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "stats.h"
+#include "event_queue.h"
+#include "events.h"
 
 /* Longest holder description carried in a payload, in bytes */
 #define EVENT_MAX_HOLDER_BYTES 1024
@@ -56,9 +59,15 @@ typedef struct PendingEvent
 /* The current transaction's events, in TopTransactionContext */
 static List *pending_events = NIL;
 
-/* Where the current transaction's events went at pre-commit */
-static int64 reserved_at = -1;	/* their record in the event queue */
-static int	dropped_at_commit = 0;	/* or how many did not fit */
+/*
+ * Where the current transaction's events went at pre-commit: their records
+ * in the event queue (one, or one per event when they did not fit in one),
+ * and how many did not fit at all
+ */
+static int64 *reserved = NULL;	/* in TopMemoryContext */
+static int	nreserved = 0;
+static int	reserved_capacity = 0;
+static int	dropped_at_commit = 0;
 
 /* Earliest lease_until granted by the current transaction, 0 if none */
 static TimestampTz pending_expiry = 0;
@@ -136,10 +145,26 @@ dlock_event(const char *event, text *lock_name, int64 token, text *holder,
 		pending_expiry = lease_until;
 }
 
+/* Remember a record reserved for this transaction */
+static void
+remember_reserved(int64 pos)
+{
+	if (nreserved == reserved_capacity)
+	{
+		reserved_capacity = Max(8, reserved_capacity * 2);
+		reserved = reserved == NULL ?
+			MemoryContextAlloc(TopMemoryContext, sizeof(int64) * reserved_capacity) :
+			repalloc(reserved, sizeof(int64) * reserved_capacity);
+	}
+	reserved[nreserved++] = pos;
+}
+
 /*
- * Before commit, reserve the transaction's events a record in the event
- * queue (this fixes their order, see event_queue.c); if they do not fit,
- * they are dropped.
+ * Before commit, reserve the transaction's events their place in the event
+ * queue (this fixes their order, see event_queue.c): one record for all of
+ * them; when they do not fit in one, a record per event, in order, as long
+ * as there is room, so a transaction with more events than the queue holds
+ * loses only those that do not fit. The rest are dropped and counted.
  */
 static void
 reserve_pending_events(void)
@@ -147,6 +172,7 @@ reserve_pending_events(void)
 	StringInfoData payloads;
 	ListCell   *cell;
 	int			count = list_length(pending_events);
+	int64		pos;
 
 	initStringInfo(&payloads);
 	foreach(cell, pending_events)
@@ -155,11 +181,35 @@ reserve_pending_events(void)
 
 		appendBinaryStringInfo(&payloads, pending->payload, strlen(pending->payload) + 1);
 	}
-	reserved_at = dlock_event_queue_reserve(payloads.data, payloads.len, count);
-	if (reserved_at < 0)
-		dropped_at_commit = count;
+	pos = dlock_event_queue_reserve(payloads.data, payloads.len, count);
 	pfree(payloads.data);
+	if (pos >= 0)
+		remember_reserved(pos);
+	else if (count == 1)
+		dropped_at_commit = 1;
+	else
+		foreach(cell, pending_events)
+		{
+			PendingEvent *pending = lfirst(cell);
+
+			pos = dlock_event_queue_reserve(pending->payload, strlen(pending->payload) + 1, 1);
+			if (pos < 0)
+			{
+				dropped_at_commit = count - foreach_current_index(cell);
+				break;
+			}
+			remember_reserved(pos);
+		}
 	pending_events = NIL;
+}
+
+/* Hand over (committed) or give back every record reserved at pre-commit */
+static void
+finish_reserved(bool committed)
+{
+	for (int i = 0; i < nreserved; i++)
+		dlock_event_queue_finish(reserved[i], committed);
+	nreserved = 0;
 }
 
 /*
@@ -169,7 +219,7 @@ static void
 forget_events(void)
 {
 	pending_events = NIL;		/* freed with TopTransactionContext */
-	reserved_at = -1;
+	nreserved = 0;
 	dropped_at_commit = 0;
 	pending_expiry = 0;
 }
@@ -201,18 +251,19 @@ dlock_events_xact_end(XactEvent event)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (reserved_at >= 0)
-				dlock_event_queue_finish(reserved_at, true);
+			finish_reserved(true);
 			if (dropped_at_commit > 0)
+			{
 				dlock_count(STAT_EVENTS_DROPPED, dropped_at_commit);
+				dlock_event_queue_log_dropped(dropped_at_commit);
+			}
 			granted_until = pending_expiry;
 			forget_events();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			if (reserved_at >= 0)
-				dlock_event_queue_finish(reserved_at, false);
+			finish_reserved(false);
 			forget_events();
 			break;
 		default:

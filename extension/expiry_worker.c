@@ -62,7 +62,12 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "schema.h"
+#include "spi_plans.h"
+#include "wait.h"
+#include "events.h"
+#include "expiry_worker.h"
 
 PGDLLEXPORT void dlock_expiry_launcher_main(Datum main_arg);
 PGDLLEXPORT void dlock_expiry_run_main(Datum main_arg);

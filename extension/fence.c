@@ -26,7 +26,11 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "spi_plans.h"
+#include "holds.h"
 
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_enforce_fencing);

@@ -88,7 +88,18 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "token.h"
+#include "catalog.h"
+#include "lock_row.h"
+#include "spi_plans.h"
+#include "durability.h"
+#include "wait.h"
+#include "report.h"
+#include "lease_policy.h"
+#include "holder_lease.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_shared);
 PG_FUNCTION_INFO_V1(dlock_acquire_shared);

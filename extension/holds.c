@@ -37,7 +37,15 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "catalog.h"
+#include "lock_row.h"
+#include "schema.h"
+#include "lease_policy.h"
+#include "holder_lease.h"
+#include "holds.h"
 
 PG_FUNCTION_INFO_V1(dlock_holds);
 PG_FUNCTION_INFO_V1(dlock_assert_holds);

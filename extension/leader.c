@@ -20,7 +20,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "spi_plans.h"
 
 PG_FUNCTION_INFO_V1(dlock_leader);
 

@@ -43,7 +43,18 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "token.h"
+#include "catalog.h"
+#include "lock_row.h"
+#include "durability.h"
+#include "wait.h"
+#include "report.h"
+#include "lease_policy.h"
+#include "holder_lease.h"
+#include "lease.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire);
 PG_FUNCTION_INFO_V1(dlock_acquire);
@@ -252,8 +263,8 @@ static bool
 grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 			   int64 holder_token, DlockRow *row, bool *appeared)
 {
-	uint64		hash = hash_bytes_extended((const unsigned char *) VARDATA_ANY(args->lock_name),
-										   VARSIZE_ANY_EXHDR(args->lock_name), 0);
+	uint64		hash = dlock_name_hash(VARDATA_ANY(args->lock_name),
+									   VARSIZE_ANY_EXHDR(args->lock_name));
 	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
 	TimestampTz now;
 	int32		timeline = dlock_token_timeline();

@@ -53,7 +53,12 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "lock_row.h"
+#include "spi_plans.h"
+#include "session_lease.h"
+#include "lease_policy.h"
 
 PG_FUNCTION_INFO_V1(dlock_policy_counters);
 PG_FUNCTION_INFO_V1(dlock_lease_policy_state);

@@ -58,7 +58,10 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "catalog.h"
+#include "lock_row.h"
 
 /*
  * The attribute number of the exclusive_only column (added by 1.2, found by
@@ -132,8 +135,8 @@ static RowCacheEntry row_cache[ROW_CACHE_SIZE];
 static uint32
 name_hash(text *lock_name)
 {
-	uint32		hash = hash_bytes((const unsigned char *) VARDATA_ANY(lock_name),
-								  VARSIZE_ANY_EXHDR(lock_name));
+	uint32		hash = (uint32) dlock_name_hash(VARDATA_ANY(lock_name),
+												VARSIZE_ANY_EXHDR(lock_name));
 
 	return hash == 0 ? 1 : hash;
 }

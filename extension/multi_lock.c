@@ -48,7 +48,13 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "token.h"
+#include "schema.h"
+#include "spi_plans.h"
+#include "durability.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);

@@ -24,7 +24,15 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "stats.h"
+#include "durability.h"
+#include "wait.h"
+#include "events.h"
+#include "lease_policy.h"
+#include "holds.h"
+#include "lease.h"
+#include "expiry_worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -37,7 +45,7 @@ int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
 
 /* True once this backend has attached to pg_dlock's shared memory */
-bool		dlock_shmem_ready = false;
+static bool dlock_shmem_ready = false;
 
 static const struct config_enum_entry audit_level_options[] = {
 	{"none", DLOCK_AUDIT_NONE, false},

@@ -19,7 +19,12 @@
 #include "executor/spi.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "stats.h"
+#include "wait.h"
+#include "audit.h"
+#include "events.h"
+#include "report.h"
 
 /*
  * An audit record for a lease event; opens its own SPI connection, so the

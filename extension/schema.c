@@ -32,7 +32,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "schema.h"
 
 /* The extension's schema as last verified in this backend */
 static Oid	verified_schema = InvalidOid;

@@ -40,7 +40,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "session_lease.h"
+#include "wait.h"
 
 #define PROCNO_BITS 24
 #define PROCNO_MASK ((UINT64CONST(1) << PROCNO_BITS) - 1)

@@ -29,7 +29,10 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "catalog.h"
+#include "schema.h"
+#include "spi_plans.h"
 
 typedef struct DlockPlanDef
 {

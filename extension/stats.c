@@ -23,7 +23,8 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(dlock_stats_counters);
 PG_FUNCTION_INFO_V1(dlock_kind_stats);

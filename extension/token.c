@@ -24,7 +24,8 @@
 #include "access/xlog.h"
 #include "utils/uuid.h"
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "token.h"
 
 /*
  * Timeline ID to put in new tokens. Caller must have checked that the server

@@ -94,7 +94,10 @@
 #include "replication/walsender.h"
 #endif
 
-#include "pg_dlock.h"
+#include "dlock.h"
+#include "args.h"
+#include "stats.h"
+#include "wait.h"
 
 #define WAIT_SLOTS 1024
 
@@ -211,7 +214,7 @@ static int	pending_capacity = 0;
 static uint64
 name_hash(const char *name, int len)
 {
-	return hash_bytes_extended((const unsigned char *) name, len, 0);
+	return dlock_name_hash(name, len);
 }
 
 static WaitQueue *

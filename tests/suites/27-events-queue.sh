@@ -123,6 +123,31 @@ PY
 check "per lock name, events arrive in commit order: acquire, release of that token, acquire of a higher one (${order% *} pairs, ${order#* } out of order)" \
 	test "${order% *}" -gt 20 -a "${order#* }" -eq 0
 
+# --- one transaction with more events than the queue holds: the events
+# that fit arrive, in order, and only the rest are dropped (before, a
+# transaction whose events did not fit in one record lost all of them)
+dropped_before=$(sql "SELECT events_dropped FROM dlock.stats")
+{
+	echo "BEGIN;"
+	seq 1 $grants | sed "s/.*/SELECT dlock.try_acquire('queue:big:&', '1 minute') IS NOT NULL;/"
+	echo "COMMIT;"
+} | psql -X -q -At -v ON_ERROR_STOP=1 >"$scratch/big" 2>&1
+check "one transaction grants $grants leases" test "$(grep -c '^t$' "$scratch/big")" -eq $grants
+event_barrier "$scratch/events"
+python3 - "$scratch/events" >"$scratch/big-received" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line.split(" ", 1)[1])
+    if e["lock_name"].startswith("queue:big:"):
+        print(e["lock_name"][len("queue:big:"):])
+PY
+big_received=$(wc -l <"$scratch/big-received")
+big_dropped=$(( $(sql "SELECT events_dropped FROM dlock.stats") - dropped_before ))
+check "of its $grants events, $big_received arrive (some, not none) and $big_dropped are dropped" \
+	test "$big_received" -gt 0 -a $((big_received + big_dropped)) -eq $grants
+check "the events that arrive are the transaction's first $big_received, in order" \
+	test "$(tr '\n' ' ' <"$scratch/big-received")" = "$(seq 1 "$big_received" | tr '\n' ' ')"
+
 # --- the sender leaves when there is nothing to send
 for _ in $(seq 1 100); do
 	[ -z "$(sender_pid)" ] && break

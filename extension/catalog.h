@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  The extension's tables and lock tags, found and cached (catalog.c).
+ *
+ * IDENTIFICATION
+ *	  extension/catalog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLOCK_CATALOG_H
+#define DLOCK_CATALOG_H
+
+#include "dlock.h"
+
+/* catalog.c: the extension's tables, found from the extension and cached */
+typedef struct DlockCatalog
+{
+	Oid			extension;
+	Oid			owner;			/* the extension's owner */
+	Oid			lock_table;		/* dlock.distributed_lock */
+	Oid			lock_index;		/* its primary key */
+	Oid			floor_table;	/* dlock.token_floor */
+	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
+	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
+	uint32		generation;		/* counts lookups: row locations cached
+								 * under an older one are stale */
+} DlockCatalog;
+
+extern const DlockCatalog *dlock_catalog(void);
+extern bool dlock_floor_lock_shared(void);
+extern bool dlock_floor_lock_exclusive(void);
+extern bool dlock_new_name_lock(uint64 hash, bool wait);
+extern void dlock_new_name_unlock(uint64 hash);
+extern LockAcquireResult dlock_kind_lock(text *lock_name, LOCKMODE mode, bool wait);
+extern void dlock_kind_unlock(text *lock_name, LOCKMODE mode);
+
+#endif							/* DLOCK_CATALOG_H */

@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * holder_lease.h
+ *	  Shared leases and semaphore permits (holder_lease.c).
+ *
+ * IDENTIFICATION
+ *	  extension/holder_lease.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLOCK_HOLDER_LEASE_H
+#define DLOCK_HOLDER_LEASE_H
+
+#include "dlock.h"
+
+/* holder_lease.c: shared leases and semaphore permits */
+typedef enum DlockExclusiveCheck
+{
+	EXCLUSIVE_ALLOWED,			/* no live holder: grant, tokens above theirs */
+	EXCLUSIVE_BUSY,				/* a live shared lease or permit */
+	EXCLUSIVE_RETRY				/* waited for a holder's transaction: read again */
+} DlockExclusiveCheck;
+
+extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
+														 TimestampTz *busy_until,
+														 int64 *holder_token);
+extern void dlock_holders_attempt_done(bool acquired);
+extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+								TimestampTz *lease_until);
+extern bool dlock_holder_holds(text *lock_name, int64 token);
+
+#endif							/* DLOCK_HOLDER_LEASE_H */

@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_row.h
+ *	  One row of dlock.distributed_lock, without the executor (lock_row.c).
+ *
+ * IDENTIFICATION
+ *	  extension/lock_row.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLOCK_LOCK_ROW_H
+#define DLOCK_LOCK_ROW_H
+
+#include "dlock.h"
+
+/* lock_row.c: one row of dlock.distributed_lock, without the executor */
+/* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
+#define DLOCK_LOCK_NATTS 12
+/* attribute numbers of dlock.distributed_lock (sql/pg_dlock--1.0.sql, grant_system from 1.1) */
+#define Anum_lock_name			1
+#define Anum_owner_token		2
+#define Anum_fencing_seq		3
+#define Anum_lease_until		4
+#define Anum_updated_at			5
+#define Anum_acquired_at		6
+#define Anum_holder				7
+#define Anum_renewals			8
+#define Anum_acquisitions		9
+#define Anum_takeovers			10
+#define Anum_taken_over			11
+#define Anum_grant_timeline		12
+#define Anum_grant_system		13
+
+typedef struct DlockRows
+{
+	Relation	rel;
+	Relation	index;
+	int			natts;
+	uint32		generation;		/* of the catalog the relations came from */
+	AttrNumber	exclusive_only_att; /* InvalidAttrNumber before 1.2 */
+} DlockRows;
+
+typedef struct DlockRow
+{
+	ItemPointerData tid;
+	TransactionId xmin;			/* of the version read */
+	Datum	   *values;			/* indexed by attribute number - 1 */
+	bool	   *nulls;
+} DlockRow;
+
+typedef enum DlockRowLock
+{
+	ROW_LOCKED,					/* locked: the version read is the newest */
+	ROW_CHANGED,				/* a newer version exists: read again */
+	ROW_BLOCKED					/* another transaction holds it: wait, read again */
+} DlockRowLock;
+
+extern void dlock_rows_open(DlockRows *rows);
+extern void dlock_rows_close(DlockRows *rows);
+extern bool dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row);
+extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode);
+extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
+extern bool dlock_row_pinned(DlockRows *rows, DlockRow *row);
+extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
+extern void dlock_row_update(DlockRows *rows, DlockRow *row);
+extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
+extern int64 dlock_token_floor(void);
+extern bool dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row);
+extern void dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value);
+
+#endif							/* DLOCK_LOCK_ROW_H */

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * report.h
+ *	  What every lease change of any kind reports (report.c).
+ *
+ * IDENTIFICATION
+ *	  extension/report.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLOCK_REPORT_H
+#define DLOCK_REPORT_H
+
+#include "dlock.h"
+#include "stats.h"
+
+/* report.c: what every lease change of any kind reports */
+extern void dlock_report_audit(const char *event, text *lock_name, int64 token,
+							   bool token_isnull, text *holder, const char *reason);
+extern void dlock_report_grant(text *lock_name, DlockCounter kind_counter, bool taken_over,
+							   int64 token, text *holder, TimestampTz lease_until);
+extern void dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
+							 DlockAuditLevel audit_from, const char *reason,
+							 int64 token, bool token_isnull, text *holder);
+extern void dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter,
+									DlockAuditLevel audit_from, const char *reason);
+
+#endif							/* DLOCK_REPORT_H */
