@@ -91,6 +91,28 @@ dlock_interval_usecs(const Interval *interval)
 	return usecs;
 }
 
+/* An interval as PostgreSQL prints it, for messages */
+static char *
+interval_text(const Interval *interval)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(interval)));
+}
+
+/*
+ * Required interval argument argno, named argname; *usecs receives its
+ * length (dlock_interval_usecs).
+ */
+static Interval *
+required_interval(FunctionCallInfo fcinfo, int argno, const char *argname, int64 *usecs)
+{
+	Interval   *given;
+
+	dlock_require_arg(fcinfo, argno, argname);
+	given = PG_GETARG_INTERVAL_P(argno);
+	*usecs = dlock_interval_usecs(given);
+	return given;
+}
+
 /*
  * t + usecs, saturated to the finite timestamps: the one addition of a
  * duration to a clock reading for deadlines and lease ends. The arguments
@@ -127,9 +149,7 @@ dlock_check_interval_end(int64 usecs, const char *argname, const Interval *given
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s is too long", argname),
 			 errdetail("The %s given was \"%s\"; counted from now it ends past the last timestamp PostgreSQL can represent.",
-					   argname,
-					   DatumGetCString(DirectFunctionCall1(interval_out,
-														   IntervalPGetDatum(given))))));
+					   argname, interval_text(given))));
 }
 
 /*
@@ -139,12 +159,9 @@ dlock_check_interval_end(int64 usecs, const char *argname, const Interval *given
 int64
 dlock_arg_wait(FunctionCallInfo fcinfo, int argno)
 {
-	Interval   *wait;
 	int64		usecs;
+	Interval   *wait = required_interval(fcinfo, argno, "wait", &usecs);
 
-	dlock_require_arg(fcinfo, argno, "wait");
-	wait = PG_GETARG_INTERVAL_P(argno);
-	usecs = dlock_interval_usecs(wait);
 	if (usecs < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -165,27 +182,20 @@ dlock_arg_wait(FunctionCallInfo fcinfo, int argno)
 int64
 dlock_arg_ttl(FunctionCallInfo fcinfo, int argno)
 {
-	Interval   *ttl;
 	int64		usecs;
+	Interval   *ttl = required_interval(fcinfo, argno, "ttl", &usecs);
 
-	dlock_require_arg(fcinfo, argno, "ttl");
-	ttl = PG_GETARG_INTERVAL_P(argno);
-	usecs = dlock_interval_usecs(ttl);
 	if (usecs <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl must be positive"),
-				 errdetail("The ttl given was \"%s\".",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(ttl))))));
+				 errdetail("The ttl given was \"%s\".", interval_text(ttl))));
 	if (usecs > (int64) dlock_max_ttl_seconds * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl exceeds dlock.max_ttl"),
 				 errdetail("The ttl given was \"%s\"; dlock.max_ttl is %d seconds.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(ttl))),
-						   dlock_max_ttl_seconds),
+						   interval_text(ttl), dlock_max_ttl_seconds),
 				 errhint("Renew the lease before it expires instead of asking for a longer one.")));
 	return usecs;
 }

@@ -28,6 +28,17 @@ scripts/pg-cluster.sh start "$cluster_dir" "$PGPORT" \
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 sql "CREATE EXTENSION pg_dlock"
 sender_pid() { sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_dlock event sender'"; }
+# received_suffixes PREFIX: what follows PREFIX in the lock names of the
+# events received so far, in arrival order
+received_suffixes() {
+	python3 - "$scratch/events" "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line.split(" ", 1)[1])
+    if e["lock_name"].startswith(sys.argv[2]):
+        print(e["lock_name"][len(sys.argv[2]):])
+PY
+}
 
 listen_events "$scratch/events" &
 listener=$!
@@ -71,13 +82,7 @@ kill -CONT "$sender"
 sender_resumed=$sender
 sender=
 event_barrier "$scratch/events"
-python3 - "$scratch/events" >"$scratch/full" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line.split(" ", 1)[1])
-    if e["lock_name"].startswith("queue:full:"):
-        print(e["lock_name"][len("queue:full:"):])
-PY
+received_suffixes queue:full: >"$scratch/full"
 received=$(wc -l <"$scratch/full")
 check "after the sender resumes, the 3 events queued while it was stopped arrive" \
 	test "$(events_of "$scratch/events" '*' queue:stopped | wc -l)" -eq 3
@@ -134,13 +139,7 @@ dropped_before=$(sql "SELECT events_dropped FROM dlock.stats")
 } | psql -X -q -At -v ON_ERROR_STOP=1 >"$scratch/big" 2>&1
 check "one transaction grants $grants leases" test "$(grep -c '^t$' "$scratch/big")" -eq $grants
 event_barrier "$scratch/events"
-python3 - "$scratch/events" >"$scratch/big-received" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line.split(" ", 1)[1])
-    if e["lock_name"].startswith("queue:big:"):
-        print(e["lock_name"][len("queue:big:"):])
-PY
+received_suffixes queue:big: >"$scratch/big-received"
 big_received=$(wc -l <"$scratch/big-received")
 big_dropped=$(( $(sql "SELECT events_dropped FROM dlock.stats") - dropped_before ))
 check "of its $grants events, $big_received arrive (some, not none) and $big_dropped are dropped" \
