@@ -987,13 +987,7 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 				 errmsg("cannot acquire lock \"%s\" during recovery",
 						text_to_cstring(args->lock_name)),
 				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
-	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-				 errmsg("cannot wait for lock \"%s\" in a REPEATABLE READ or SERIALIZABLE transaction",
-						text_to_cstring(args->lock_name)),
-				 errdetail("Such a transaction keeps its first snapshot and would never see the lock released."),
-				 errhint("Wait in a READ COMMITTED transaction, or use a zero wait and retry in a new transaction.")));
+	dlock_wait_require_waitable(args->lock_name, wait_usecs);
 	return wait_usecs;
 }
 

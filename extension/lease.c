@@ -684,13 +684,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 	acquire_args(fcinfo, 3, &args);
 	wait_usecs = dlock_arg_wait(fcinfo, 2);
-	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-				 errmsg("cannot wait for lock \"%s\" in a REPEATABLE READ or SERIALIZABLE transaction",
-						text_to_cstring(args.lock_name)),
-				 errdetail("Such a transaction keeps its first snapshot and would never see the lock released."),
-				 errhint("Wait in a READ COMMITTED transaction, or use a zero wait and retry in a new transaction.")));
+	dlock_wait_require_waitable(args.lock_name, wait_usecs);
 	tupdesc = lease_tupdesc(fcinfo);
 
 	INSTR_TIME_SET_CURRENT(started);

@@ -79,6 +79,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #if PG_VERSION_NUM >= 140000
@@ -454,6 +455,23 @@ dlock_wait_deadline(int64 wait_usecs)
 	TimestampTz now = GetCurrentTimestamp();
 
 	return dlock_time_plus(now, wait_usecs);
+}
+
+/*
+ * Refuse a wait (wait_usecs > 0) for lock_name in a transaction that keeps
+ * its first snapshot: it would never see the lock released. Every kind's
+ * acquire calls this before it queues.
+ */
+void
+dlock_wait_require_waitable(text *lock_name, int64 wait_usecs)
+{
+	if (wait_usecs > 0 && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot wait for lock \"%s\" in a REPEATABLE READ or SERIALIZABLE transaction",
+						text_to_cstring(lock_name)),
+				 errdetail("Such a transaction keeps its first snapshot and would never see the lock released."),
+				 errhint("Wait in a READ COMMITTED transaction, or use a zero wait and retry in a new transaction.")));
 }
 
 /*

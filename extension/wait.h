@@ -29,6 +29,7 @@ extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_
 extern bool dlock_wait_queued_ahead(text *lock_name);
 extern int64 dlock_usecs_since(instr_time started);
 extern TimestampTz dlock_wait_deadline(int64 wait_usecs);
+extern void dlock_wait_require_waitable(text *lock_name, int64 wait_usecs);
 extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
 extern TransactionId dlock_wait_offer(void);
 extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);
