@@ -254,8 +254,8 @@ TEST_F(client_test, automatic_wait_waits_in_the_server_only_on_a_direct_connecti
         bool in_server;
     };
     const bool pooled = dlock_testing::through_transaction_pooler();
-    for (const auto [pooling, in_server] : {setting{dlock::pooling::detect, !pooled},
-                                            setting{dlock::pooling::transaction, false}}) {
+    for (const auto [pooling, in_server] :
+         {setting{dlock::pooling::detect, !pooled}, setting{dlock::pooling::transaction, false}}) {
         const auto name = unique_name("automatic");
         dlock::client holder;
         auto held = holder.try_acquire(name, ttl(30s));

@@ -117,8 +117,8 @@ TEST_F(lock_kinds_test, a_set_waits_where_the_wait_mode_says) {
         }
         auto waiting = std::async(std::launch::async, [&] { return waiter.acquire_all({a, b}, 10s, ttl(30s)); });
         bool seen = false;
-        for (const auto until = std::chrono::steady_clock::now() + 1s; !seen && std::chrono::steady_clock::now() < until;
-             std::this_thread::sleep_for(20ms))
+        for (const auto until = std::chrono::steady_clock::now() + 1s;
+             !seen && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms))
             seen = !sql("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Extension' AND "
                         "query LIKE '%dlock.acquire_all(%' AND pid <> pg_backend_pid()")
                         .empty();

@@ -500,7 +500,8 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
         try {
             internal::session& s = *held.emplace(*m_core);
             if (server_wait)
-                r = internal::call(s, std::max(std::chrono::milliseconds{0}, *server_wait) + m_core->options.call_timeout,
+                r = internal::call(s,
+                                   std::max(std::chrono::milliseconds{0}, *server_wait) + m_core->options.call_timeout,
                                    internal::sql::acquire_all, names, ttl_ms,
                                    static_cast<long long>(server_wait->count()), owner, lease_holder);
             else
@@ -529,8 +530,7 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
             if ((granted = once(std::nullopt))) break;
             const auto now = steady_clock::now();
             if (now >= deadline) break;
-            std::this_thread::sleep_for(
-                std::min<steady_clock::duration>(m_core->poll_sleep(bound), deadline - now));
+            std::this_thread::sleep_for(std::min<steady_clock::duration>(m_core->poll_sleep(bound), deadline - now));
         }
     }
     const auto received = steady_clock::now();
