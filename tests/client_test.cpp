@@ -40,6 +40,23 @@ protected:
         EXPECT_TRUE(found) << "no call of " << name << " waits in the server";
         return query;
     }
+
+    // Whether a server process waits in a dlock.acquire* call for `name` at any
+    // of the samples taken (every 20 ms) during `during`.
+    bool seen_waiting_in_the_server(const std::string& name, std::chrono::milliseconds during) {
+        const auto until = std::chrono::steady_clock::now() + during;
+        do {
+            pqxx::nontransaction tx{admin()};
+            if (!tx.exec_params("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND "
+                                "wait_event_type = 'Extension' AND strpos(query, 'dlock.acquire') > 0 AND "
+                                "(strpos(query, $1) > 0 OR strpos(query, '$1') > 0) AND pid <> pg_backend_pid()",
+                                name)
+                     .empty())
+                return true;
+            std::this_thread::sleep_for(20ms);
+        } while (std::chrono::steady_clock::now() < until);
+        return false;
+    }
 };
 
 TEST_F(client_test, lease_is_released_when_it_goes_out_of_scope) {
@@ -175,6 +192,7 @@ TEST_F(client_test, a_pooled_call_is_one_round_trip_that_carries_its_own_stateme
     ASSERT_TRUE(held.has_value());
     dlock::client_options co;
     co.pooling = dlock::pooling::transaction;
+    co.wait_mode = dlock::wait_mode::server; // by name: the default polls behind a transaction pooler
     dlock::client c{co};
     auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
     const std::string query = waiting_query(name, name);
@@ -192,13 +210,16 @@ TEST_F(client_test, a_pooled_call_is_one_round_trip_that_carries_its_own_stateme
 // its placeholders, and so a waiting acquire (another bound, set local to its
 // transaction by a prepared set_config ahead of it in one pipeline). Through a
 // transaction pooler (45-pgbouncer) the same client sends self-contained
-// calls, the name among their literals.
+// calls, the name among their literals. (The wait is asked for in the server
+// by name, as the default polls behind a transaction pooler.)
 TEST_F(client_test, detect_prepares_statements_on_a_direct_connection_only) {
     const auto name = unique_name("detect");
     dlock::client holder;
     auto held = holder.try_acquire(name, ttl(30s));
     ASSERT_TRUE(held.has_value());
-    dlock::client c;
+    dlock::client_options co;
+    co.wait_mode = dlock::wait_mode::server;
+    dlock::client c{co};
     if (!dlock_testing::through_transaction_pooler()) {
         auto mine = c.try_acquire(unique_name("detect-free"), ttl(30s));
         ASSERT_TRUE(mine.has_value());
@@ -220,6 +241,39 @@ TEST_F(client_test, detect_prepares_statements_on_a_direct_connection_only) {
     }
     EXPECT_EQ(held->release(), dlock::outcome::done);
     EXPECT_TRUE(waiting.get().valid());
+}
+
+// wait_mode::automatic, the default: a wait in the server on a connection the
+// library knows is direct, a client-side wait (no server process waits in
+// dlock.acquire) behind a transaction pooler -- configured, or found by
+// pooling::detect at the client's very first call, which is the acquire
+// itself here. Either way the waiter gets the lock once it is released.
+TEST_F(client_test, automatic_wait_waits_in_the_server_only_on_a_direct_connection) {
+    struct setting {
+        dlock::pooling pooling;
+        bool in_server;
+    };
+    const bool pooled = dlock_testing::through_transaction_pooler();
+    for (const auto [pooling, in_server] :
+         {setting{dlock::pooling::detect, !pooled}, setting{dlock::pooling::transaction, false}}) {
+        const auto name = unique_name("automatic");
+        dlock::client holder;
+        auto held = holder.try_acquire(name, ttl(30s));
+        ASSERT_TRUE(held.has_value());
+        dlock::client_options co;
+        co.pooling = pooling;
+        ASSERT_EQ(co.wait_mode, dlock::wait_mode::automatic) << "the default";
+        co.poll_interval = 100ms;
+        dlock::client c{co};
+        auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 10s, ttl(30s)); });
+        ASSERT_TRUE(eventually([&] { return c.metrics().waits == 1; }, 2s));
+        EXPECT_EQ(seen_waiting_in_the_server(name, in_server ? 3s : 1s), in_server)
+            << "pooling " << static_cast<int>(pooling) << (pooled ? " through a pooler" : " on a direct connection");
+        EXPECT_EQ(held->release(), dlock::outcome::done);
+        auto l = waiting.get();
+        EXPECT_TRUE(l.valid());
+        EXPECT_EQ(c.metrics().busy, 0u);
+    }
 }
 
 // The statement_timeout of every call follows that call also where the

@@ -2,6 +2,9 @@
 // the client (README "Lock kinds"), against a real pg_dlock server.
 #include <dlock/dlock.hpp>
 
+#include <future>
+#include <thread>
+
 #include "dlock_testing.hpp"
 
 using namespace std::chrono_literals;
@@ -88,6 +91,45 @@ TEST_F(lock_kinds_test, a_set_is_taken_all_or_nothing) {
     EXPECT_EQ(state_of(a), "free");
     EXPECT_EQ(state_of(b), "free");
     EXPECT_TRUE(other.try_acquire_all({a, b, c_name}, ttl(30s)).has_value());
+}
+
+// acquire_all follows the wait mode like acquire: wait_mode::poll tries
+// try_acquire_all until the wait runs out, with no server process waiting in
+// dlock.acquire_all meanwhile (sampled in pg_stat_activity), and gets the set
+// once it is free; wait_mode::server waits in dlock.acquire_all (the control
+// that the sampling sees such a wait).
+TEST_F(lock_kinds_test, a_set_waits_where_the_wait_mode_says) {
+    for (const auto mode : {dlock::wait_mode::poll, dlock::wait_mode::server}) {
+        const auto a = unique_name("wait-set-a");
+        const auto b = unique_name("wait-set-b");
+        dlock::client holder;
+        auto held = holder.try_acquire(b, ttl(30s));
+        ASSERT_TRUE(held.has_value());
+        dlock::client_options co;
+        co.wait_mode = mode;
+        co.poll_interval = 100ms;
+        dlock::client waiter{co};
+        if (mode == dlock::wait_mode::poll) {
+            const auto started = std::chrono::steady_clock::now();
+            EXPECT_THROW((void)waiter.acquire_all({a, b}, 500ms, ttl(30s)), dlock::busy_error);
+            EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms) << "gave up before the wait ran out";
+            EXPECT_EQ(state_of(a), "free");
+        }
+        auto waiting = std::async(std::launch::async, [&] { return waiter.acquire_all({a, b}, 10s, ttl(30s)); });
+        bool seen = false;
+        for (const auto until = std::chrono::steady_clock::now() + 1s;
+             !seen && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms))
+            seen = !sql("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Extension' AND "
+                        "query LIKE '%dlock.acquire_all(%' AND pid <> pg_backend_pid()")
+                        .empty();
+        EXPECT_EQ(seen, mode == dlock::wait_mode::server) << "wait mode " << static_cast<int>(mode);
+        EXPECT_EQ(held->release(), dlock::outcome::done);
+        const auto set = waiting.get();
+        ASSERT_EQ(set.size(), 2u);
+        EXPECT_TRUE(set[0].valid());
+        EXPECT_EQ(set[0].owner_token(), set[1].owner_token());
+        EXPECT_EQ(state_of(a), "held");
+    }
 }
 
 } // namespace

@@ -42,7 +42,7 @@ public:
 void check_lock_name(const std::string& name, const std::string& what = "NAME");
 /// Checks an owner token looks like a UUID; throws usage_error.
 void check_owner_token(const std::string& token);
-/// Parses --wait-mode: "server" or "poll"; throws usage_error.
+/// Parses --wait-mode: "auto" (wait_mode::automatic), "server" or "poll"; throws usage_error.
 [[nodiscard]] dlock::wait_mode parse_wait_mode(const std::string& text);
 /// Parses --pooling: "detect", "none" or "transaction"; throws usage_error.
 [[nodiscard]] dlock::pooling parse_pooling(const std::string& text);

@@ -71,9 +71,10 @@ void check_owner_token(const std::string& token) {
 }
 
 dlock::wait_mode parse_wait_mode(const std::string& text) {
+    if (text == "auto") return dlock::wait_mode::automatic;
     if (text == "server") return dlock::wait_mode::server;
     if (text == "poll") return dlock::wait_mode::poll;
-    throw usage_error{"--wait-mode: invalid value \"" + text + "\" (use server or poll)"};
+    throw usage_error{"--wait-mode: invalid value \"" + text + "\" (use auto, server or poll)"};
 }
 
 dlock::pooling parse_pooling(const std::string& text) {

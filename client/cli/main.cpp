@@ -133,7 +133,7 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
 struct connection_args {
     std::string dsn;
     std::string timeout = "5s";
-    std::string wait_mode = "server";
+    std::string wait_mode = "auto";
     std::string pooling = "detect";
 };
 
@@ -184,8 +184,10 @@ int main(int argc, char** argv) {
                    "bound of each call to the server (statement timeout; a --wait adds to it)")
         ->capture_default_str();
     app.add_option("--wait-mode", conn.wait_mode,
-                   "how --wait waits: server (in the server, first come first served) or poll (retry from the "
-                   "client with jittered backoff; use it behind PgBouncer in transaction pooling)")
+                   "how --wait waits: auto (server on a direct connection, poll behind a transaction pooler such "
+                   "as PgBouncer in transaction pooling, configured with --pooling or detected), server (in the "
+                   "server, first come first served, also behind a pooler) or poll (retry from the client with "
+                   "jittered backoff; no first come first served)")
         ->capture_default_str();
     app.add_option("--pooling", conn.pooling,
                    "what stands between dlock and the server: detect (find out), none (a direct connection or "
@@ -237,7 +239,7 @@ Examples:
   dlock run item:7 item:42 -- ./transfer.sh   (both or none; tokens comma-separated)
   dlock run --session-bound --ttl 5m --lock-delay 30s payments -- ./settle.sh
   dlock run --min-hold 1m nightly-report -- ./report.sh   (no second run on a lagging node)
-  dlock --wait-mode poll run --wait 5m jobs -- ./job.sh   (behind PgBouncer)
+  dlock --wait-mode server run --wait 5m jobs -- ./job.sh   (FIFO even behind a pooler)
   */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
 
     // status

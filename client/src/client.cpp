@@ -118,6 +118,11 @@ std::chrono::milliseconds client_core::backoff(int retry) {
     return std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{0, bound}(rng)};
 }
 
+std::chrono::milliseconds client_core::poll_sleep(std::int64_t bound) {
+    std::lock_guard<std::mutex> guard{rng_mutex};
+    return std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{bound / 2, bound}(rng)};
+}
+
 // The deadline counts from the grant, not from the send: a request that waited
 // in the server (dlock.acquire, or a row lock) would otherwise come back with
 // a lease that is already past its local deadline. The server tells how long
@@ -155,6 +160,34 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
     watcher.add(lease);
 }
 
+bool client_core::waits_in_client() {
+    switch (options.wait_mode) {
+    case wait_mode::server: return false;
+    case wait_mode::poll: return true;
+    case wait_mode::automatic: break;
+    }
+    if (options.pooling != pooling::detect) return options.pooling == pooling::transaction;
+    // Ask the session the first try would most likely get (the pool hands out
+    // the one put back last); a session that made a call already knows, a new
+    // one finds out in the round trip its first call would make anyway. Any
+    // session of a client is as direct as any other, as long as the
+    // connection string leads to one place.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::optional<checked_out> held;
+        try {
+            return held.emplace(*this)->transaction_pooled();
+        } catch (const connection_error&) {
+            throw; // the acquire could not connect either
+        } catch (const std::exception&) {
+            // Broke, e.g. an idle connection the server closed since: drop it.
+            if (held) held->discard();
+        }
+    }
+    // Unknown: polling is right behind a pooler and only not FIFO on a direct
+    // connection; the tries report what is wrong with the connection.
+    return true;
+}
+
 std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
                                                   std::optional<std::chrono::milliseconds> wait,
                                                   const lease_options& opts, lease_kind kind) {
@@ -165,7 +198,7 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
     ++stats.waits;
     try {
         std::shared_ptr<lease_state> lease;
-        if (options.wait_mode == wait_mode::server || wait->count() < 0) {
+        if (wait->count() < 0 || !waits_in_client()) {
             // A negative wait goes to the server as given (it refuses it).
             lease = acquire_once(name, wait, opts, owner, started, kind);
         } else {
@@ -178,13 +211,7 @@ std::shared_ptr<lease_state> client_core::acquire(std::string_view name_view,
                 ++busy_tries;
                 const auto now = steady_clock::now();
                 if (now >= until) break;
-                std::chrono::milliseconds sleep;
-                {
-                    std::lock_guard<std::mutex> guard{rng_mutex};
-                    sleep =
-                        std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{bound / 2, bound}(rng)};
-                }
-                std::this_thread::sleep_for(std::min<steady_clock::duration>(sleep, until - now));
+                std::this_thread::sleep_for(std::min<steady_clock::duration>(poll_sleep(bound), until - now));
             }
             stats.busy -= busy_tries; // one wait is one busy at most, counted below
         }
@@ -463,27 +490,51 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
     const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
     const std::string& lease_holder = options.holder.empty() ? m_core->holder : options.holder;
     const auto ttl_ms = static_cast<long long>(options.ttl.count());
-    std::optional<internal::checked_out> held;
     internal::call_result r;
-    const auto sent = steady_clock::now();
-    try {
-        internal::session& s = *held.emplace(*m_core);
-        if (wait)
-            r = internal::call(s, std::max(std::chrono::milliseconds{0}, *wait) + m_core->options.call_timeout,
-                               internal::sql::acquire_all, names, ttl_ms, static_cast<long long>(wait->count()), owner,
-                               lease_holder);
-        else
-            r = internal::call(s, m_core->options.call_timeout, internal::sql::try_acquire_all, names, ttl_ms, owner,
-                               lease_holder);
-    } catch (const std::exception& e) {
-        if (internal::is_unknown_outcome(e)) {
-            if (held) held->discard();
-            ++m_core->stats.unknown_outcomes;
+    steady_clock::time_point sent;
+    // One call: dlock.acquire_all waiting `server_wait` in the server, or
+    // dlock.try_acquire_all. True when it granted the set.
+    const auto once = [&](std::optional<std::chrono::milliseconds> server_wait) {
+        std::optional<internal::checked_out> held;
+        sent = steady_clock::now();
+        try {
+            internal::session& s = *held.emplace(*m_core);
+            if (server_wait)
+                r = internal::call(s,
+                                   std::max(std::chrono::milliseconds{0}, *server_wait) + m_core->options.call_timeout,
+                                   internal::sql::acquire_all, names, ttl_ms,
+                                   static_cast<long long>(server_wait->count()), owner, lease_holder);
+            else
+                r = internal::call(s, m_core->options.call_timeout, internal::sql::try_acquire_all, names, ttl_ms,
+                                   owner, lease_holder);
+        } catch (const std::exception& e) {
+            if (internal::is_unknown_outcome(e)) {
+                if (held) held->discard();
+                ++m_core->stats.unknown_outcomes;
+            }
+            internal::rethrow_mapped(set_label, owner);
         }
-        internal::rethrow_mapped(set_label, owner);
+        return !r.empty();
+    };
+    bool granted = false;
+    if (!wait) {
+        granted = once(std::nullopt);
+    } else if (wait->count() < 0 || !m_core->waits_in_client()) {
+        granted = once(wait); // a negative wait goes to the server as given (it refuses it)
+    } else {
+        // Client-side wait, as client_core::acquire's: the same owner token on
+        // every try, so a try whose answer was lost is taken up by the next.
+        const auto deadline = steady_clock::now() + *wait;
+        const auto cap = std::max<std::int64_t>(1, m_core->options.poll_interval.count());
+        for (std::int64_t bound = std::min<std::int64_t>(20, cap);; bound = std::min(cap, bound * 2)) {
+            if ((granted = once(std::nullopt))) break;
+            const auto now = steady_clock::now();
+            if (now >= deadline) break;
+            std::this_thread::sleep_for(std::min<steady_clock::duration>(m_core->poll_sleep(bound), deadline - now));
+        }
     }
     const auto received = steady_clock::now();
-    if (r.empty()) {
+    if (!granted) {
         ++m_core->stats.busy;
         return std::nullopt;
     }

@@ -187,6 +187,12 @@ public:
     void roll_back() noexcept;
     [[nodiscard]] bool is_open() const noexcept;
     [[nodiscard]] int backend_pid() const noexcept;
+    /// Whether this session sends its calls as behind a transaction pooler:
+    /// pooling::transaction, or what pooling::detect found. Under
+    /// pooling::detect a session that has not made a call yet finds out now,
+    /// in the round trip its first call would make anyway (how_to_send);
+    /// throws as run() does when that fails.
+    [[nodiscard]] bool transaction_pooled();
     /// Whether a notice since the last call said its commit is only local
     /// (is_commit_uncertain_notice).
     [[nodiscard]] bool commit_uncertain() const noexcept { return m_commit_uncertain; }
@@ -199,10 +205,14 @@ private:
         prepared_with_local_timeout, ///< a pipeline: set statement_timeout locally, then the prepared statement
     };
     /// How to send a call bounded by `timeout`. Makes the session settings
-    /// (statement_timeout the session's call timeout) in a round trip of its
-    /// own when it has none yet (with pooling::detect finding out whether it is
-    /// a pooler's: then self_contained from now on).
+    /// (settle) when it has none yet.
     [[nodiscard]] send how_to_send(std::chrono::milliseconds timeout);
+    /// Makes the session settings (statement_timeout the session's call
+    /// timeout) in a round trip of its own unless made, or known to be left
+    /// out (pooling::transaction); with pooling::detect finding out whether it
+    /// is a pooler's (then m_pooling becomes pooling::transaction: calls are
+    /// self-contained from now on).
+    void settle();
     /// The name `statement` is prepared under on this connection; prepares it on
     /// first use (a round trip of its own).
     [[nodiscard]] const std::string& prepared(const char* statement);
@@ -400,6 +410,8 @@ struct client_core {
     std::mt19937_64 rng;
     [[nodiscard]] std::string new_owner_token();
     [[nodiscard]] std::chrono::milliseconds backoff(int retry);
+    /// A sleep between two tries of a client-side wait: uniform in [bound/2, bound] ms.
+    [[nodiscard]] std::chrono::milliseconds poll_sleep(std::int64_t bound);
 
     /// Local deadline of a lease of `ttl` the server granted `server_waited`
     /// after receiving the request that was sent at `sent` and answered at
@@ -411,6 +423,13 @@ struct client_core {
     /// Acquire with retries; nullptr when busy (try) -- see client::try_acquire/acquire.
     std::shared_ptr<lease_state> acquire(std::string_view name, std::optional<std::chrono::milliseconds> wait,
                                          const lease_options& opts, lease_kind kind = {});
+    /// Whether an acquire with a wait waits in the client (wait_mode::poll)
+    /// rather than in the server: the one place wait_mode::automatic is
+    /// decided (see options.hpp). Under pooling::detect it asks a caller
+    /// session (transaction_pooled), once more on a fresh one when that
+    /// fails, and polls when that fails too. Throws connection_error when no
+    /// session can be connected.
+    [[nodiscard]] bool waits_in_client();
     /// One acquire (server-side wait when wait is set), retried with the same
     /// owner while its outcome is unknown.
     std::shared_ptr<lease_state> acquire_once(const std::string& name, std::optional<std::chrono::milliseconds> wait,

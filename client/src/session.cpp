@@ -243,9 +243,19 @@ void session::roll_back() noexcept {
 }
 
 session::send session::how_to_send(std::chrono::milliseconds timeout) {
+    settle();
     if (m_pooling == dlock::pooling::transaction) return send::self_contained;
-    const send settled = timeout_ms(timeout) == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
-    if (m_settled) return settled;
+    return timeout_ms(timeout) == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
+}
+
+bool session::transaction_pooled() {
+    if (!is_open()) throw_broken();
+    settle();
+    return m_pooling == dlock::pooling::transaction;
+}
+
+void session::settle() {
+    if (m_pooling == dlock::pooling::transaction || m_settled) return;
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
     // them only on the server process libpq connected to.
@@ -255,10 +265,9 @@ session::send session::how_to_send(std::chrono::milliseconds timeout) {
         text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn));
     if (exec_simple(text).empty()) {
         m_pooling = dlock::pooling::transaction; // a pooler is in between: self-contained calls from now on
-        return send::self_contained;
+        return;
     }
     m_settled = true;
-    return settled;
 }
 
 const std::string& session::prepared(const char* statement) {

@@ -199,8 +199,51 @@ wait_for is_held "$name"
 "$DLOCK" run --wait-mode poll --wait 10s "$name" -- true
 expect_status "run --wait-mode poll --wait 10s: gets the lock once the holder is done" 0 $?
 wait $holder
-"$DLOCK" run --wait-mode bogus "$name" -- true 2>/dev/null
+"$DLOCK" run --wait-mode bogus "$name" -- true 2>"$work/wait-mode-bogus.err"
 expect_status "run --wait-mode bogus: usage error" 64 $?
+grep -q -- '--wait-mode: invalid value "bogus" (use auto, server or poll)' "$work/wait-mode-bogus.err"
+check "run --wait-mode bogus: the message names the three modes" $?
+
+# The default --wait-mode (auto): a --wait waits in the server (first come,
+# first served) on a direct connection, and in the client behind a transaction
+# pooler (45-pgbouncer), where no server process waits in dlock.acquire. Also
+# --pooling transaction on a direct connection makes auto poll, and
+# --wait-mode server waits in the server whatever the pooling.
+# waiting_in_server NAME: a server process waits in dlock.acquire for NAME
+# (prepared on a direct connection: then its placeholders, not NAME, show).
+waiting_in_server() {
+	[ -n "$(q "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Extension'
+		AND query LIKE '%dlock.acquire(%' AND (strpos(query, '$1') > 0 OR query LIKE '%dlock.acquire(\$1%')")" ]
+}
+auto_in_server=yes
+[ -n "${DLOCK_TEST_POOLER:-}" ] && auto_in_server=no
+for wait_case in ":$auto_in_server" "--wait-mode auto --pooling transaction:no" \
+	"--wait-mode server --pooling transaction:yes"; do
+	args=${wait_case%%:*}
+	expected=${wait_case##*:}
+	label=${args:-(no --wait-mode)}
+	name=$(unique wait-mode)
+	"$DLOCK" run "$name" -- sleep 10 &
+	holder=$!
+	wait_for is_held "$name"
+	# shellcheck disable=SC2086 # args is a list of options
+	"$DLOCK" $args run --wait 20s "$name" -- true &
+	waiter=$!
+	seen=no
+	for i in $(seq 1 30); do # 1.5 s, more than the first poll interval
+		if waiting_in_server "$name"; then
+			seen=yes
+			break
+		fi
+		sleep 0.05
+	done
+	check "run $label --wait: waits in the server: $expected (saw: $seen)" \
+		$([ "$seen" = "$expected" ]; echo $?)
+	kill -TERM "$holder"
+	wait "$holder"
+	wait "$waiter"
+	expect_status "run $label --wait: gets the lock once the holder is gone" 0 $?
+done
 "$DLOCK" run --timeout 5 "$name" -- true 2>/dev/null
 expect_status "run --timeout 5 (no unit): usage error" 64 $?
 

@@ -29,18 +29,31 @@ struct retry_policy {
     std::chrono::milliseconds max_backoff{2000};   ///< cap of the exponentially growing bound
 };
 
-/// How client::acquire waits for a busy lock.
+/// How an acquire with a wait (client::acquire, acquire_shared, acquire_permit,
+/// acquire_all) waits for a busy lock.
 enum class wait_mode {
     /// In the server (dlock.acquire): first come, first served, woken at once on
     /// release. The wait occupies a server connection for its whole length, so
     /// behind a transaction-pooling PgBouncer waiters can take every pooled
-    /// connection and starve the holder's renewals and release.
+    /// connection and starve the holder's renewals and release. Chosen only when
+    /// asked for by name: the library then waits in the server even behind a
+    /// transaction pooler.
     server,
     /// In the client: try_acquire, then sleep a jittered, growing interval (up to
     /// client_options::poll_interval) and try again until the wait runs out.
     /// Holds no server connection between tries, so it cannot starve the holder
-    /// behind a pooler; no FIFO order, and a handover takes up to a poll interval.
+    /// behind a pooler; no FIFO order (a waiter that came later may get the lock
+    /// first), and a handover takes up to a poll interval.
     poll,
+    /// The default: wait_mode::server on a connection the library knows is
+    /// direct, wait_mode::poll behind a transaction pooler -- when
+    /// client_options::pooling is pooling::transaction, or pooling::detect finds
+    /// a pooler. Under pooling::detect the caller connection the wait would use
+    /// is checked before the first try (a connection's first call finds out
+    /// anyway, so this costs no extra round trip), and when that check fails the
+    /// wait polls. Behind a transaction pooler waits are therefore not FIFO;
+    /// ask for wait_mode::server by name to keep FIFO there, at the risk above.
+    automatic,
 };
 
 /// Whether a connection pooler stands between the client and the server, which
@@ -82,9 +95,10 @@ struct client_options {
     /// tcp_user_timeout, TCP keepalives (idle a third of it, then probes every
     /// second) and connect_timeout, unless the connection string sets them.
     std::chrono::milliseconds network_timeout{10000};
-    /// How acquire(name, wait, ...) waits; use wait_mode::poll behind PgBouncer in
-    /// transaction pooling (README "PgBouncer").
-    dlock::wait_mode wait_mode = wait_mode::server;
+    /// How acquire(name, wait, ...) waits. The default, wait_mode::automatic,
+    /// waits in the server on a direct connection and polls from the client
+    /// behind a transaction pooler (README "PgBouncer").
+    dlock::wait_mode wait_mode = wait_mode::automatic;
     /// Longest sleep between two tries of wait_mode::poll.
     std::chrono::milliseconds poll_interval{500};
     /// Whether a pooler stands in between (decides how calls are sent).
