@@ -11,7 +11,8 @@
 # with 2 clients (each a reader or a writer at any moment) and 2 slots.
 # full (make faults, about 12 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
-# fencing also across a move to a new cluster; shared leases with 3 clients.
+# fencing also across a move to a new cluster; shared leases with 4 grants,
+# and separately with 3 clients.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,14 +44,15 @@ quick)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=3"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=5 -DMAXGRANT=3"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DNC=3 -DMAXRT=5 -DMAXGRANT=4"
 	two_names="-DWITHOUT_HISTORY -DNN=2 -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3 -DMAXCRASH=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DNC=3 -DMAXRT=4 -DMAXGRANT=3"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
+	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -143,6 +145,7 @@ property "P3 P5" "$leases"
 [ "$profile" = full ] && property "P3 P5" "$two_names"
 property "P4" "$fencing"
 property "P7 P8 P9 P10" "$holders"
+[ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
