@@ -151,7 +151,7 @@ inline stmt_acquire_shared(c, n)
 			fi;
 			if
 			:: _h + BLOCK <= GMAX * CMAX ->
-				printf("client %d: shared lease of %d in slot %d: token %d until %d (clock %d)\n", c, n, _s, _h, CLK + TTL, CLK);
+				printf("client %d: shared lease of %d in slot %d: token %d.%d until %d (clock %d)\n", c, n, _s, _h / CMAX, _h % CMAX, CLK + TTL, CLK);
 				check_reader_vs_exclusive(n);
 				check_holder_token(n, SL(n, _s), _h);
 				if
@@ -236,7 +236,7 @@ inline stmt_shared_renew_apply(c, n)
 		_s = hr_slot[B(c, n)] - 1;
 		if
 		:: slot[SL(n, _s)].owner == c + 1 && slot[SL(n, _s)].until > hr_clk[B(c, n)] ->
-			printf("client %d: renew of its shared lease of %d applied until %d (clock %d, lease until %d)\n", c, n, hr_clk[B(c, n)] + TTL, CLK, slot[SL(n, _s)].until);
+			printf("client %d: renew of its shared lease of %d applied at clock %d: lease_until %d -> %d\n", c, n, CLK, slot[SL(n, _s)].until, hr_clk[B(c, n)] + TTL);
 			check_slot_renew_live(SL(n, _s));
 			check_reader_vs_exclusive(n);
 			slot[SL(n, _s)].until = hr_clk[B(c, n)] + TTL;
@@ -295,7 +295,7 @@ inline stmt_shared_holds(c, n)
 #ifdef PROP_P10
 			spin_x[B(c, n)] = xgrants[n];
 #endif
-			printf("client %d: holds(%d, %d) true: shared lease pinned\n", c, n, stok[B(c, n)])
+			printf("client %d: holds(%d, %d.%d) true: shared lease pinned\n", c, n, stok[B(c, n)] / CMAX, stok[B(c, n)] % CMAX)
 		:: else -> skip
 		fi;
 		_s = 0
