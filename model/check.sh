@@ -7,10 +7,12 @@
 #   model/check.sh [--profile quick|full] [--show-trails]
 #
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
-# failovers, 1 crash, 1 move to a new cluster, small clocks.
+# failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
+# with 2 clients (each a reader or a writer at any moment) and 2 slots.
 # full (make faults, about 12 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
-# fencing also across a move to a new cluster.
+# fencing also across a move to a new cluster; shared leases with 4 grants,
+# and separately with 3 clients.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,22 +31,28 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 	exit 1
 }
 
-# Three configurations of the one model. "tokens": every history event (crash,
+# Four configurations of the one model. "tokens": every history event (crash,
 # synchronous and asynchronous failover, pg_upgrade, restore), no fencing
 # writes, no clock steps. "leases": one server, clock steps, pins and fenced
 # writes. "fencing": failovers with fenced writes (no pins; quick: no move
-# to a new cluster).
+# to a new cluster). "holders": shared leases in holder slots beside the
+# exclusive lease (model/holders.pml), one server, pins, a forward clock
+# step; no reap and no backward step, which break P9 and P7 (see
+# holders.pml, "Open").
 case $profile in
 quick)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=5 -DMAXGRANT=3"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DNC=3 -DMAXRT=5 -DMAXGRANT=4"
 	two_names="-DWITHOUT_HISTORY -DNN=2 -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3 -DMAXCRASH=0"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
+	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -56,12 +64,17 @@ passed=0
 failed=0
 
 # pan: compile and run one verification of the model with spin flags "$@";
-# leaves pan's report in $work/report
+# leaves pan's report in $work/report. With shortest=1 set by the caller,
+# pan looks for the shortest counterexample (-i; for small controls only)
+shortest=0
 pan() {
+	local cflags="" pflags=""
+	[ "$shortest" -eq 1 ] && cflags="-DREACH" && pflags="-i"
+	# shellcheck disable=SC2086
 	(cd "$work" && rm -f pan pan.* ./*.trail &&
 		spin -a "$@" pg_dlock.pml >spin.log 2>&1 &&
-		gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000 -w -o pan pan.c >>spin.log 2>&1 &&
-		./pan -m20000 >report 2>&1)
+		gcc -O2 -DSAFETY -DCOLLAPSE $cflags -DMEMLIM=6000 -w -o pan pan.c >>spin.log 2>&1 &&
+		./pan $pflags -m20000 >report 2>&1)
 	local status=$?
 	[ -s "$work/report" ] || cp "$work/spin.log" "$work/report"
 	return $status
@@ -87,6 +100,7 @@ result() {
 # (P1 P2 ...) on the model as implemented; each counts as one test
 property() {
 	local names=$1 config=$2 flags=() p started verdict=ok
+	shortest=0
 	for p in $names; do flags+=("-DPROP_$p"); done
 	started=$SECONDS
 	# shellcheck disable=SC2086
@@ -102,10 +116,13 @@ property() {
 	done
 }
 
-# control NAME PROPERTY SWITCH CONFIG: the model with a known bug or without
-# an assumption (SWITCH) must violate PROPERTY; the counterexample is shown
+# control NAME PROPERTY SWITCH CONFIG [shortest]: the model with a known bug
+# or without an assumption (SWITCH) must violate PROPERTY; the counterexample
+# is shown (the shortest one when the fifth argument is "shortest")
 control() {
 	local name=$1 prop=$2 switch=$3 config=$4
+	shortest=0
+	[ "${5:-}" = shortest ] && shortest=1
 	# shellcheck disable=SC2086
 	pan "-DPROP_$prop" "-D$switch" $config
 	if grep -q "assertion violated" "$work/report" && grep -qE "errors: [1-9]" "$work/report"; then
@@ -127,6 +144,8 @@ property "P1 P2 P6" "$tokens"
 property "P3 P5" "$leases"
 [ "$profile" = full ] && property "P3 P5" "$two_names"
 property "P4" "$fencing"
+property "P7 P8 P9 P10" "$holders"
+[ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -137,6 +156,11 @@ control "release checked without the owner" P3 BUG_RELEASE_ANY_OWNER "$leases"
 control "renew decided before waiting behind a pin (1.0)" P3 BUG_RENEW_BEFORE_PIN "$leases"
 control "holds() without FOR SHARE" P5 BUG_HOLDS_NO_PIN "$leases"
 control "tokens from a global sequence, fenced writes" P4 BUG_SEQUENCE "$fencing"
+control "shared lease renewed on a clock reading taken before waiting for the pin" P8 BUG_HOLDER_RENEW_BEFORE_PIN "$holders" shortest
+control "that renewal, and the writer's clearing of expired slots not decided again after its wait" P7 BUG_HOLDERS_BEFORE_FIX "$holders" shortest
+control "a slot keeps its block of tokens after an exclusive grant" P9 BUG_BLOCK_KEPT_AFTER_EXCLUSIVE "$holders" shortest
+control "an exclusive grant not above the holders' counter" P9 BUG_EXCLUSIVE_BELOW_HOLDERS "$holders" shortest
+control "the writer frees an expired slot without waiting for its pin" P10 BUG_CLEAR_PINNED "$holders" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"

@@ -103,13 +103,22 @@ end:	do
 			if
 			:: bdead[_i] <= rt -> bdead[_i] = 0
 			:: else -> skip
-			fi
+			fi;
+#ifdef HOLDERS
+			if
+			:: sdead[_i] <= rt -> sdead[_i] = 0
+			:: else -> skip
+			fi;
+#endif
+			skip
 		}
 	}
 #ifndef WITHOUT_CLOCK_STEPS
 	/* the server clock steps (NTP, an operator): forward shortens leases */
 	:: atomic { !stepped -> stepped = true; off = off + FSTEP; printf("server clock steps forward to %d\n", CLK) }
+#ifndef WITHOUT_BACKWARD_STEP
 	:: atomic { !stepped -> stepped = true; off = off - STEP; printf("server clock steps back to %d\n", CLK) }
+#endif
 #endif
 
 #ifndef WITHOUT_HISTORY
@@ -166,14 +175,25 @@ end:	do
 	}
 
 #endif
+#ifdef HOLDERS
+	/* a writer's exclusive acquire frees expired slots */
+	:: stmt_clear_expired(0)
+#if NN > 1
+	:: stmt_clear_expired(1)
+#endif
+#endif
 	/* operators */
+#ifndef WITHOUT_REAP
 	:: stmt_reap(0)
+#endif
 	:: stmt_force_release(0)
 #if NN > 1 && !defined(WITHOUT_HISTORY)
 	:: atomic { pri.row[1].owner != dur.row[1].owner -> copy_db(dur, pri) }
 #endif
 #if NN > 1
+#ifndef WITHOUT_REAP
 	:: stmt_reap(1)
+#endif
 	:: stmt_force_release(1)
 #endif
 	od

@@ -5,15 +5,21 @@
  *   state.pml        the tables, their four copies, the clocks
  *   token.pml        the generation rule (and its known-bad variants)
  *   server.pml       each statement of extension/*.c as one atomic step
+ *   holders.pml      shared leases: holder slots, their grants, renewals,
+ *                    holds() pins and the writer's clearing (HOLDERS)
  *   environment.pml  time, clock steps, crash, failover, dump/restore,
  *                    pg_upgrade, reap, force release; the assumptions
- *   properties.pml   the properties P1-P6 and the clients' ghost state
+ *   properties.pml   the properties P1-P10 and the clients' ghost state
  *
  * Bounds (spin -D...): NC clients, NN names, MAXRT ticks of real time,
- * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores.
+ * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores,
+ * NS holder slots per name.
  * Known-bug variants, which spin must reject: RULE_GREATER,
  * RULE_TIMELINE_ONLY, BUG_SEQUENCE (token.pml), BUG_RELEASE_ANY_OWNER,
- * BUG_RENEW_BEFORE_PIN, BUG_HOLDS_NO_PIN, BUG_ASYNC_GRANT (server.pml).
+ * BUG_RENEW_BEFORE_PIN, BUG_HOLDS_NO_PIN, BUG_ASYNC_GRANT,
+ * BUG_EXCLUSIVE_BELOW_HOLDERS (server.pml), BUG_HOLDER_RENEW_BEFORE_PIN,
+ * BUG_HOLDERS_BEFORE_FIX, BUG_BLOCK_KEPT_AFTER_EXCLUSIVE, BUG_CLEAR_PINNED
+ * (holders.pml).
  */
 
 #include "state.pml"
@@ -28,6 +34,9 @@ byte renew_sent[NC * NN];	/* real time the renew was sent */
 #endif
 
 #include "server.pml"
+#ifdef HOLDERS
+#include "holders.pml"
+#endif
 #include "environment.pml"
 
 /*
@@ -40,6 +49,9 @@ byte renew_sent[NC * NN];	/* real time the renew was sent */
 proctype client(byte c; byte n)
 {
 	byte _i, _j, ng, nc;
+#ifdef HOLDERS
+	byte _s, _h;
+#endif
 
 end:	do
 	:: stmt_acquire(c, n)
@@ -55,6 +67,22 @@ end:	do
 #endif
 #ifndef WITHOUT_FENCING
 	:: stmt_unguarded_write(c, n)
+#endif
+#ifdef HOLDERS
+	/* the same client as a reader */
+	:: stmt_acquire_shared(c, n)
+	:: stmt_shared_renew(c, n)
+#ifdef BUG_HOLDER_RENEW_BEFORE_PIN
+	:: stmt_shared_renew_decided(c, n)
+	:: stmt_shared_renew_apply(c, n)
+#endif
+	:: stmt_shared_release(c, n)
+	:: stmt_shared_holds(c, n)
+	:: stmt_shared_guarded_commit(c, n)
+#ifdef BUG_CLEAR_BEFORE_PIN
+	:: stmt_clear_decided(c, n)
+	:: stmt_clear_apply(c, n)
+#endif
 #endif
 	od
 }

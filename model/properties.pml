@@ -24,6 +24,19 @@
  *   P5 a holds()-guarded write commits only while its lease is live: no
  *      other owner took the lock and nobody ended the lease in between
  *   P6 after a crash and restart nothing granted durably is lost
+ *
+ * With holder slots (HOLDERS, holders.pml):
+ *   P7 a shared lease and an exclusive lease of one name are never both
+ *      live: not on the server's clock, not by the holders' deadlines; a
+ *      reader and a writer never both pass holds() (hold a pin) at once
+ *   P8 a shared lease that expired on the server's clock is never renewed
+ *   P9 tokens of all kinds: a grant of any kind never issues a token issued
+ *      before for the name; an exclusive token is above every earlier token
+ *      of the name, a holder's token above every earlier exclusive token
+ *      and above its slot's earlier tokens
+ *   P10 a reader's holds()-guarded write never commits after an exclusive
+ *      grant made since its holds() (a stale reader's fenced write never
+ *      lands after a writer's grant)
  */
 
 #ifdef PROP_ALL
@@ -33,6 +46,17 @@
 #define PROP_P4
 #define PROP_P5
 #define PROP_P6
+#ifdef HOLDERS
+#define PROP_P7
+#define PROP_P8
+#define PROP_P9
+#define PROP_P10
+#endif
+#endif
+
+/* the clients' deadlines are kept for P3 and for P7 */
+#if defined(PROP_P3) || defined(PROP_P7)
+#define GHOST_DEADLINES
 #endif
 
 /* What client c was told about name n (index c * NN + n, c from 0) */
@@ -118,7 +142,7 @@ inline check_crash_keeps_grants()
  */
 inline mark_lost_leases()
 {
-#ifdef PROP_P3
+#ifdef GHOST_DEADLINES
 	for (_i : 0 .. NC - 1) {
 		for (_j : 0 .. NN - 1) {
 			if
@@ -134,3 +158,118 @@ inline mark_lost_leases()
 #endif
 	skip
 }
+
+#ifdef HOLDERS
+/* What client c was told about its shared lease of name n */
+byte stok[NC * NN];		/* TOK of its shared lease; 0 = none */
+byte sdead[NC * NN];	/* its deadline in real time: sent + TTL - DRIFT */
+byte spin_slot[NC * NN];	/* slot + 1 its open transaction pinned with holds(); 0 = none */
+byte spin_tok[NC * NN];	/* the token that holds() checked */
+#ifdef PROP_P9
+bool hissued[NN * GMAX * CMAX];	/* tokens of any kind issued for the name */
+byte hi_x[NN];			/* highest exclusive token issued */
+byte hi_any[NN];		/* highest token of any kind issued */
+#endif
+#ifdef PROP_P10
+byte xgrants[NN];		/* exclusive grants of the name so far */
+byte spin_x[NC * NN];	/* xgrants when the reader pinned its slot */
+#endif
+
+/* P7 when a lease of name n becomes live or stays live as an exclusive one */
+inline check_exclusive_vs_readers(n)
+{
+#ifdef PROP_P7
+	for (_i : 0 .. NS - 1) {
+		assert(slot[SL(n, _i)].owner == 0 || slot[SL(n, _i)].until <= CLK)	/* P7 shared lease live at an exclusive grant */
+	}
+	for (_i : 0 .. NC - 1) {
+		assert(sdead[B(_i, n)] <= rt)	/* P7 reader's deadline not passed at an exclusive grant */
+	}
+#endif
+	skip
+}
+
+/* P7 when a shared lease of name n is granted or renewed */
+inline check_reader_vs_exclusive(n)
+{
+#ifdef PROP_P7
+	assert(!pri.row[n].exists || pri.row[n].owner == 0 || pri.row[n].until <= CLK);	/* P7 exclusive lease live at a shared grant */
+	for (_i : 0 .. NC - 1) {
+		assert(btok[B(_i, n)] == 0 || blost[B(_i, n)] || bdead[B(_i, n)] <= rt)	/* P7 writer's deadline not passed at a shared grant */
+	}
+#endif
+	skip
+}
+
+/* P7 when holds() pins a lease of name n: no pin of the other kind is held */
+inline check_pin_reader(n)
+{
+#ifdef PROP_P7
+	assert(pins[n] == 0)	/* P7 reader and writer both pass holds() */
+#endif
+	skip
+}
+
+inline check_pin_writer(n)
+{
+#ifdef PROP_P7
+	for (_i : 0 .. NS - 1) {
+		assert(slot[SL(n, _i)].pins == 0)	/* P7 writer and reader both pass holds() */
+	}
+#endif
+	skip
+}
+
+/* P8: a renewal takes effect only on a slot live on the server's clock */
+inline check_slot_renew_live(k)
+{
+#ifdef PROP_P8
+	assert(slot[k].until > CLK)	/* P8 expired shared lease renewed */
+#endif
+	skip
+}
+
+/* P9 at an exclusive grant of name n with token t */
+inline check_exclusive_token(n, t)
+{
+#ifdef PROP_P9
+	assert(!hissued[n * GMAX * CMAX + t]);	/* P9 token issued twice */
+	assert(t > hi_any[n]);	/* P9 exclusive token not above every earlier token */
+	hissued[n * GMAX * CMAX + t] = true;
+	hi_x[n] = t;
+	hi_any[n] = t;
+#endif
+#ifdef PROP_P10
+	xgrants[n]++;
+#endif
+	skip
+}
+
+/* P9 at a grant of slot k of name n with token t */
+inline check_holder_token(n, k, t)
+{
+#ifdef PROP_P9
+	assert(!hissued[n * GMAX * CMAX + t]);	/* P9 token issued twice */
+	assert(t > hi_x[n]);	/* P9 holder token not above every earlier exclusive token */
+	assert(t > slot[k].tok);	/* P9 slot's tokens do not grow */
+	hissued[n * GMAX * CMAX + t] = true;
+	if
+	:: t > hi_any[n] -> hi_any[n] = t
+	:: else -> skip
+	fi;
+#endif
+	skip
+}
+
+/* P7, P10 at the commit of reader c's holds()-guarded write on name n */
+inline check_reader_commit(c, n, k)
+{
+#ifdef PROP_P7
+	assert(slot[k].owner == c + 1 && slot[k].tok == spin_tok[B(c, n)]);	/* P7 pinned shared lease ended before the guarded commit */
+#endif
+#ifdef PROP_P10
+	assert(xgrants[n] == spin_x[B(c, n)]);	/* P10 reader's guarded write after a writer's grant */
+#endif
+	skip
+}
+#endif

@@ -26,7 +26,7 @@ inline commit_durable()
 /* The client's record of the lease it was just granted or renewed */
 inline tell_client(c, n)
 {
-#ifdef PROP_P3
+#ifdef GHOST_DEADLINES
 	bdead[B(c, n)] = rt + TTL - DRIFT;
 	buntil[B(c, n)] = pri.row[n].until
 #else
@@ -42,55 +42,85 @@ inline tell_client(c, n)
  * grant_timeline = $5. PLAN_ACQUIRE_NEW -- INSERT with FIRST_TOKEN from
  * PLAN_FLOOR_READ when the row does not exist.
  */
+#define ACQUIRE_ROW_ADMITS(c, n) \
+	(pins[n] == 0 && \
+	 (!pri.row[n].exists || pri.row[n].owner == 0 || \
+	  pri.row[n].owner == c + 1 || pri.row[n].until <= CLK))
+#ifdef HOLDERS
+/* dlock_holders_allow_exclusive: no shared lease live, and the expired
+ * ones' slots freed first (stmt_clear_expired, holders.pml) */
+#define ACQUIRE_ADMITS(c, n) (ACQUIRE_ROW_ADMITS(c, n) && !ANY_SLOT(c, n, SLOT_OWNED))
+#else
+#define ACQUIRE_ADMITS(c, n) ACQUIRE_ROW_ADMITS(c, n)
+#endif
+
+/* the grant, once decided that the name admits it */
+inline acquire_decided(c, n)
+{
+	if
+	:: pri.row[n].exists && pri.row[n].owner == c + 1 && pri.row[n].until > CLK ->
+		/* IS_RETRY: same token, lease extended */
+		pri.row[n].until = CLK + TTL;
+		printf("client %d: acquire %d retried: token %d.%d until %d (clock %d)\n", c, n, pri.row[n].gen, pri.row[n].cnt, pri.row[n].until, CLK);
+#ifdef HOLDERS
+		check_exclusive_vs_readers(n);
+#endif
+		commit_durable();
+		tell_client(c, n)
+	:: else ->
+		if
+		:: pri.row[n].exists -> token_for_row(n, ng, nc)
+		:: else -> token_for_new_name(ng, nc)
+		fi;
+#if defined(HOLDERS) && !defined(BUG_EXCLUSIVE_BELOW_HOLDERS)
+		/* an exclusive grant continues above the holders' counter */
+		if
+		:: hcounter[n] >= TOK(ng, nc) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
+		:: else -> skip
+		fi;
+#endif
+		if
+		:: ng < GMAX && nc < CMAX && grants < MAXGRANT ->
+			printf("client %d: acquire %d: token %d.%d until %d (clock %d, timeline %d, cluster %d)\n", c, n, ng, nc, CLK + TTL, CLK, pri.tl, pri.sys);
+			check_new_grant(c, n, TOK(ng, nc));
+#ifdef HOLDERS
+			check_exclusive_vs_readers(n);
+			check_exclusive_token(n, TOK(ng, nc));
+#endif
+			pri.row[n].exists = true;
+			pri.row[n].owner = c + 1;
+			pri.row[n].gen = ng;
+			pri.row[n].cnt = nc;
+			pri.row[n].gtl = pri.tl;
+			pri.row[n].gsys = pri.sys;
+			pri.row[n].until = CLK + TTL;
+#ifdef BUG_RENEW_BEFORE_PIN
+			row_updated(n);
+#endif
+#ifdef BUG_SEQUENCE
+			pri.seq = nc;
+#endif
+			commit_durable();
+			grants++;
+			btok[B(c, n)] = TOK(ng, nc);
+#ifdef PROP_P4
+			bseq[B(c, n)] = grants;
+#endif
+#ifdef GHOST_DEADLINES
+			blost[B(c, n)] = false;
+#endif
+			tell_client(c, n)
+		:: else -> skip	/* beyond the model's bounds: not explored */
+		fi
+	fi;
+	ng = 0; nc = 0
+}
+
 inline stmt_acquire(c, n)
 {
 	atomic {
-		pins[n] == 0 &&
-		(!pri.row[n].exists || pri.row[n].owner == 0 ||
-		 pri.row[n].owner == c + 1 || pri.row[n].until <= CLK) ->
-		if
-		:: pri.row[n].exists && pri.row[n].owner == c + 1 && pri.row[n].until > CLK ->
-			/* IS_RETRY: same token, lease extended */
-			pri.row[n].until = CLK + TTL;
-			printf("client %d: acquire %d retried: token %d.%d until %d (clock %d)\n", c, n, pri.row[n].gen, pri.row[n].cnt, pri.row[n].until, CLK);
-			commit_durable();
-			tell_client(c, n)
-		:: else ->
-			if
-			:: pri.row[n].exists -> token_for_row(n, ng, nc)
-			:: else -> token_for_new_name(ng, nc)
-			fi;
-			if
-			:: ng < GMAX && nc < CMAX && grants < MAXGRANT ->
-				printf("client %d: acquire %d: token %d.%d until %d (clock %d, timeline %d, cluster %d)\n", c, n, ng, nc, CLK + TTL, CLK, pri.tl, pri.sys);
-				check_new_grant(c, n, TOK(ng, nc));
-				pri.row[n].exists = true;
-				pri.row[n].owner = c + 1;
-				pri.row[n].gen = ng;
-				pri.row[n].cnt = nc;
-				pri.row[n].gtl = pri.tl;
-				pri.row[n].gsys = pri.sys;
-				pri.row[n].until = CLK + TTL;
-#ifdef BUG_RENEW_BEFORE_PIN
-				row_updated(n);
-#endif
-#ifdef BUG_SEQUENCE
-				pri.seq = nc;
-#endif
-				commit_durable();
-				grants++;
-				btok[B(c, n)] = TOK(ng, nc);
-#ifdef PROP_P4
-				bseq[B(c, n)] = grants;
-#endif
-#ifdef PROP_P3
-				blost[B(c, n)] = false;
-#endif
-				tell_client(c, n)
-			:: else -> skip	/* beyond the model's bounds: not explored */
-			fi
-		fi;
-		ng = 0; nc = 0
+		ACQUIRE_ADMITS(c, n) ->
+		acquire_decided(c, n)
 	}
 }
 
@@ -112,7 +142,7 @@ inline stmt_renew(c, n)
 		row_updated(n);
 #endif
 		commit_durable();
-#ifdef PROP_P3
+#ifdef GHOST_DEADLINES
 		blost[B(c, n)] = (TOK(pri.row[n].gen, pri.row[n].cnt) != btok[B(c, n)]);
 #endif
 		tell_client(c, n)
@@ -225,6 +255,9 @@ inline stmt_holds(c, n)
 		pri.row[n].until > CLK ->
 #ifndef BUG_HOLDS_NO_PIN
 		pins[n]++;
+#endif
+#ifdef HOLDERS
+		check_pin_writer(n);
 #endif
 		printf("client %d: holds(%d, %d.%d) true: lease pinned\n", c, n, pri.row[n].gen, pri.row[n].cnt);
 		pinned[B(c, n)] = true

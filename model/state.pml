@@ -108,3 +108,47 @@ inline copy_db(dst, src)
 	dst.tl = src.tl;
 	dst.sys = src.sys
 }
+
+#ifdef HOLDERS
+/*
+ * Holder slots (holder_lease.c): dlock.lock_holder, NS slots per name, each
+ * a shared lease with its own owner, token and lease_until, reused from
+ * reader to reader; dlock.holder_counter (hcounter), the highest token
+ * reserved for the name's slots. A slot issues the tokens of a block of
+ * BLOCK reserved at a time (HOLDER_TOKEN_BLOCK, 256 in the extension).
+ * Only the primary's committed copy: the holder configuration has no
+ * history (crash, failover, restore), see check.sh.
+ */
+#ifndef WITHOUT_HISTORY
+#error "HOLDERS needs WITHOUT_HISTORY: slots are not copied across history events"
+#endif
+#ifndef NS
+#define NS 2			/* slots per name */
+#endif
+#define BLOCK 2			/* tokens a slot reserves at a time */
+
+typedef Slot {
+	byte owner;		/* owner_token; 0 = NULL (free) */
+	byte tok;		/* fencing_seq, as TOK(); 0 = never granted */
+	byte bend;		/* block_end: last token of the slot's block */
+	byte until;		/* lease_until, on the server clock */
+	byte pins;		/* open transactions pinning it with holds() (FOR SHARE) */
+};
+
+Slot slot[NN * NS];
+byte hcounter[NN];
+#define SL(n, s) ((n) * NS + (s))
+
+/* ANY_SLOT(c, n, P): P(c, n, s) holds for some slot s of name n */
+#if NS == 2
+#define ANY_SLOT(c, n, P) (P(c, n, 0) || P(c, n, 1))
+#elif NS == 3
+#define ANY_SLOT(c, n, P) (P(c, n, 0) || P(c, n, 1) || P(c, n, 2))
+#else
+#error "NS is 2 or 3"
+#endif
+#define SLOT_OWNED(c, n, s) (slot[SL(n, s)].owner != 0)
+#define SLOT_LIVE(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until > CLK)
+#define SLOT_PINNED(c, n, s) (slot[SL(n, s)].pins > 0)
+#define SLOT_EXPIRED_UNPINNED(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until <= CLK && slot[SL(n, s)].pins == 0)
+#endif
