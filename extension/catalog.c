@@ -143,6 +143,25 @@ catalog_missing(const char *what)
 }
 
 /*
+ * The one lookup of the lock table's later columns, made with the catalog.
+ */
+static void
+find_lock_columns(Oid relid, DlockLockColumns *columns)
+{
+	columns->grant_system = get_attnum(relid, "grant_system");
+	columns->exclusive_only = get_attnum(relid, "exclusive_only");
+	columns->session_pid = get_attnum(relid, "session_pid");
+	columns->session_id = get_attnum(relid, "session_id");
+	columns->hold_limit = get_attnum(relid, "hold_limit");
+	columns->min_hold_until = get_attnum(relid, "min_hold_until");
+	columns->lock_delay = get_attnum(relid, "lock_delay");
+	columns->not_before = get_attnum(relid, "not_before");
+	columns->policies = columns->session_pid > 0 && columns->session_id > 0 &&
+		columns->hold_limit > 0 && columns->min_hold_until > 0 &&
+		columns->lock_delay > 0 && columns->not_before > 0;
+}
+
+/*
  * The cached OIDs, looked up when the cache is empty.
  */
 const DlockCatalog *
@@ -192,6 +211,7 @@ dlock_catalog(void)
 	table_close(rel, AccessShareLock);
 	if (!OidIsValid(catalog.lock_index))
 		catalog_missing("primary key of \"distributed_lock\"");
+	find_lock_columns(catalog.lock_table, &catalog.columns);
 	catalog.generation++;
 
 	catalog_valid = true;

@@ -13,6 +13,24 @@
 
 #include "dlock.h"
 
+/*
+ * Columns of dlock.distributed_lock added after 1.0, found by name so their
+ * position does not matter; InvalidAttrNumber where the installed version
+ * has none.
+ */
+typedef struct DlockLockColumns
+{
+	AttrNumber	grant_system;	/* 1.1 on */
+	AttrNumber	exclusive_only; /* 1.2 on, and the lease policies' below */
+	AttrNumber	session_pid;
+	AttrNumber	session_id;
+	AttrNumber	hold_limit;
+	AttrNumber	min_hold_until;
+	AttrNumber	lock_delay;
+	AttrNumber	not_before;
+	bool		policies;		/* all of the lease policies' columns are there */
+} DlockLockColumns;
+
 /* catalog.c: the extension's tables, found from the extension and cached */
 typedef struct DlockCatalog
 {
@@ -23,6 +41,7 @@ typedef struct DlockCatalog
 	Oid			floor_table;	/* dlock.token_floor */
 	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
 	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
+	DlockLockColumns columns;	/* of lock_table */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */
 } DlockCatalog;

@@ -65,8 +65,8 @@
 #include "dlock.h"
 #include "schema.h"
 #include "spi_plans.h"
-#include "wait.h"
 #include "events.h"
+#include "report.h"
 #include "expiry_worker.h"
 
 PGDLLEXPORT void dlock_expiry_launcher_main(Datum main_arg);
@@ -170,9 +170,8 @@ report_expiries(void)
 		Datum		holder = SPI_getbinval(row, desc, 3, &holder_isnull);
 		TimestampTz lease_until = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
 
-		dlock_event("expire", lock_name, token,
-					holder_isnull ? NULL : DatumGetTextPP(holder), lease_until);
-		dlock_wake_waiters(lock_name);
+		dlock_report_expiry(lock_name, token, holder_isnull ? NULL : DatumGetTextPP(holder),
+							lease_until);
 	}
 	return n == EXPIRY_BATCH;
 }

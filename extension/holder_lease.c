@@ -755,7 +755,12 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	int64		token;
 	int64		block_end;
 
-	if (slot->fencing_seq < slot->block_end && slot->fencing_seq >= st->name_seq &&
+	/*
+	 * The slot's block goes on only while it is above every exclusive token
+	 * of the name: the row's, or the reap floor's when the row was reaped.
+	 */
+	if (slot->fencing_seq < slot->block_end &&
+		slot->fencing_seq >= Max(st->name_seq, dlock_token_floor()) &&
 		slot->grant_timeline == timeline && slot->grant_system == system)
 	{
 		token = slot->fencing_seq + 1;
@@ -837,20 +842,46 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 }
 
 /*
+ * A holder grant ends the expired exclusive lease of row (locked, newest
+ * version), as an exclusive takeover would: the row keeps no owner that a
+ * step back of the server clock could make live again beside the readers.
+ * Its expiry is reported here unless the expiry worker reported it already.
+ */
+static void
+end_expired_lease(text *lock_name, DlockRow *row)
+{
+	Datum		values[2];
+	bool		reported;
+
+	values[0] = PointerGetDatum(lock_name);
+	values[1] = row->values[Anum_fencing_seq - 1];
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	reported = dlock_execute(PLAN_EXPIRY_FORGET_ONE, values, NULL, 0) > 0;
+	SPI_finish();
+	if (!reported)
+		dlock_report_expiry(lock_name, DatumGetInt64(row->values[Anum_fencing_seq - 1]),
+							row->nulls[Anum_holder - 1] ? NULL :
+							DatumGetTextPP(row->values[Anum_holder - 1]),
+							DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
+	row->nulls[Anum_owner_token - 1] = true;
+}
+
+/*
  * Before a holder grant of lock_name (the caller holds the kind lock): may
  * the name's exclusive side let a shared lease or permit in? Decided on the
  * newest version of the name's row at one clock reading by the rule every
  * exclusive grant applies (lease_policy.c): no live exclusive lease, and
  * nothing keeping the name from new owners (a release inside min_hold, a
  * lock delay after an expiry or a force release). An expired exclusive
- * lease still pinned by holds() is waited for, so that the stale holder's
- * fenced transaction ends before a reader's lease begins; and the
- * exclusive_only mark is cleared under the row lock. Returns false when
+ * lease is ended under the row lock, which waits for a holds() pin on it,
+ * so that the stale holder's fenced transaction ends before a reader's
+ * lease begins; and the exclusive_only mark is cleared under it too. Returns false when
  * the name is not available, with *busy_until when it will be (0: unknown),
  * or when a wait reached deadline (0: waits as an UPDATE would); then it
  * holds no row lock. After a true return the caller decides on the slots;
- * the row lock it now holds (only when the mark had to be cleared) keeps
- * exclusive grants out until it commits. That decision does not refuse: a
+ * the row lock it now holds (only when it cleared the mark or an expired
+ * lease) keeps exclusive grants out until it commits. That decision does not refuse: a
  * marked row means no holder of the name is live or pinned (the exclusive
  * grant that checked freed the expired ones), and holders arriving
  * meanwhile wait for this row lock, so a free slot is there; a refused
@@ -877,22 +908,18 @@ name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_unt
 			refused = true;
 			break;
 		}
-		if (!dlock_row_exclusive_only(&rows, &row))
+		/* nothing to clear: no mark, no expired lease */
+		if (!dlock_row_exclusive_only(&rows, &row) && row.nulls[Anum_owner_token - 1])
 		{
-			/* an expired exclusive lease's pin ends first */
-			if (row.nulls[Anum_owner_token - 1] || !dlock_row_pinned(&rows, &row))
-				decided = true;
-			else if (!dlock_row_wait(&rows, &row, deadline))
-			{
-				*busy_until = 0;
-				refused = true;
-			}
-			continue;
+			decided = true;
+			break;
 		}
 		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
 		{
 			case ROW_LOCKED:
 				dlock_row_set_exclusive_only(&rows, &row, false);
+				if (!row.nulls[Anum_owner_token - 1])
+					end_expired_lease(lock_name, &row);
 				dlock_row_update(&rows, &row);
 				decided = true;
 				break;

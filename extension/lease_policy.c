@@ -24,8 +24,8 @@
  * the answers are the 1.1 ones: live while lease_until is ahead, available
  * from then on.
  *
- * The columns are found by name when the catalog cache is rebuilt (its
- * generation changes), so their position in the table does not matter; a
+ * The columns are found by name with the catalog (catalog.c, once per
+ * catalog generation), so their position in the table does not matter; a
  * database not yet updated to 1.2 has none of them, and then no lease has
  * a policy. The option arguments are also found by name, so the functions'
  * other arguments may be in any order.
@@ -54,6 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "dlock.h"
+#include "catalog.h"
 #include "args.h"
 #include "lock_row.h"
 #include "spi_plans.h"
@@ -342,38 +343,11 @@ dlock_policy_args(FunctionCallInfo fcinfo, int64 ttl_usecs, DlockLeasePolicy *po
  * The policy columns of dlock.distributed_lock
  * ---------------------------------------------------------------------
  */
-typedef struct PolicyColumns
-{
-	bool		present;		/* the table has all of them (1.2 on) */
-	AttrNumber	session_pid;
-	AttrNumber	session_id;
-	AttrNumber	hold_limit;
-	AttrNumber	min_hold_until;
-	AttrNumber	lock_delay;
-	AttrNumber	not_before;
-} PolicyColumns;
-
-static PolicyColumns columns;
-static uint32 columns_generation = 0;
-
-static const PolicyColumns *
+/* The policy columns of the lock table rows was opened from */
+static const DlockLockColumns *
 policy_columns(DlockRows *rows)
 {
-	Oid			relid = RelationGetRelid(rows->rel);
-
-	if (columns_generation == rows->generation && columns_generation != 0)
-		return &columns;
-	columns.session_pid = get_attnum(relid, "session_pid");
-	columns.session_id = get_attnum(relid, "session_id");
-	columns.hold_limit = get_attnum(relid, "hold_limit");
-	columns.min_hold_until = get_attnum(relid, "min_hold_until");
-	columns.lock_delay = get_attnum(relid, "lock_delay");
-	columns.not_before = get_attnum(relid, "not_before");
-	columns.present = columns.session_pid > 0 && columns.session_id > 0 &&
-		columns.hold_limit > 0 && columns.min_hold_until > 0 &&
-		columns.lock_delay > 0 && columns.not_before > 0;
-	columns_generation = rows->generation;
-	return &columns;
+	return &rows->columns;
 }
 
 /* Timestamp column value of row, 0 when NULL or absent */
@@ -398,12 +372,12 @@ set_time(DlockRow *row, AttrNumber att, TimestampTz value)
 static void
 read_policy_row(DlockRows *rows, DlockRow *row, DlockPolicyRow *pr)
 {
-	const PolicyColumns *cols = policy_columns(rows);
+	const DlockLockColumns *cols = policy_columns(rows);
 
 	memset(pr, 0, sizeof(*pr));
 	pr->has_owner = !row->nulls[Anum_owner_token - 1];
 	pr->lease_until = row_time(row, Anum_lease_until);
-	if (!cols->present)
+	if (!cols->policies)
 		return;
 	pr->session_bound = !row->nulls[cols->session_id - 1];
 	if (pr->session_bound)
@@ -480,14 +454,14 @@ dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 				   const DlockLeasePolicy *policy, TimestampTz now,
 				   const DlockPolicyView *previous)
 {
-	const PolicyColumns *cols = policy_columns(rows);
+	const DlockLockColumns *cols = policy_columns(rows);
 
 	if (previous != NULL && previous->session_ended)
 		policy_count(PSTAT_SESSION_ENDS);
 	else if (previous != NULL && previous->expired)
 		policy_count(PSTAT_EXPIRATIONS);
 
-	if (!cols->present)
+	if (!cols->policies)
 		return;
 	if (policy->session_bound)
 	{
@@ -573,9 +547,9 @@ dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 t
 TimestampTz
 dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
 {
-	const PolicyColumns *cols = policy_columns(rows);
+	const DlockLockColumns *cols = policy_columns(rows);
 	TimestampTz until = dlock_time_plus(now, ttl_usecs);
-	TimestampTz limit = cols->present ? row_time(row, cols->hold_limit) : 0;
+	TimestampTz limit = cols->policies ? row_time(row, cols->hold_limit) : 0;
 
 	return limit != 0 && until > limit ? limit : until;
 }
@@ -589,7 +563,7 @@ dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now, int64 
 void
 dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
 {
-	const PolicyColumns *cols = policy_columns(rows);
+	const DlockLockColumns *cols = policy_columns(rows);
 
 	if (ttl_usecs > 0)
 	{
@@ -602,7 +576,7 @@ dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_u
 					 left >= 0.1 ? PSTAT_RENEW_LEFT_10 : PSTAT_RENEW_LEFT_0);
 		return;
 	}
-	if (cols->present)
+	if (cols->policies)
 	{
 		TimestampTz min_hold_until = row_time(row, cols->min_hold_until);
 
@@ -616,13 +590,7 @@ dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_u
 bool
 dlock_policy_present(void)
 {
-	DlockRows	rows;
-	bool		present;
-
-	dlock_rows_open(&rows);
-	present = policy_columns(&rows)->present;
-	dlock_rows_close(&rows);
-	return present;
+	return dlock_catalog()->columns.policies;
 }
 
 /*

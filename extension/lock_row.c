@@ -63,24 +63,6 @@
 #include "catalog.h"
 #include "lock_row.h"
 
-/*
- * The attribute number of the exclusive_only column (added by 1.2, found by
- * name so that its position does not matter), looked up once per catalog
- * generation; InvalidAttrNumber in a database still at 1.1.
- */
-static AttrNumber
-exclusive_only_attnum(DlockRows *rows)
-{
-	static uint32 cached_generation = 0;
-	static AttrNumber cached_attnum = InvalidAttrNumber;
-
-	if (cached_generation != rows->generation || cached_generation == 0)
-	{
-		cached_attnum = get_attnum(RelationGetRelid(rows->rel), "exclusive_only");
-		cached_generation = rows->generation;
-	}
-	return cached_attnum;
-}
 
 /*
  * Open the lock table and its primary key for reading and writing rows.
@@ -97,10 +79,12 @@ dlock_rows_open(DlockRows *rows)
 		cat = dlock_catalog();
 		rows->rel = table_open(cat->lock_table, RowExclusiveLock);
 	}
+	/* opening it took in the invalidations: the catalog as it is now */
+	cat = dlock_catalog();
 	rows->generation = cat->generation;
+	rows->columns = cat->columns;
 	rows->index = index_open(cat->lock_index, RowExclusiveLock);
 	rows->natts = RelationGetDescr(rows->rel)->natts;
-	rows->exclusive_only_att = exclusive_only_attnum(rows);
 }
 
 /*
@@ -358,23 +342,6 @@ row_lockers(Relation rel, ItemPointer tid, TransactionId *xids, int max_xids)
 #define MAX_WAITED_LOCKERS 64
 
 /*
- * Whether a transaction still running locks the row version that
- * dlock_row_read returned (a holds() pin, a change in progress). Takes no
- * lock itself.
- */
-bool
-dlock_row_pinned(DlockRows *rows, DlockRow *row)
-{
-	TransactionId xids[MAX_WAITED_LOCKERS];
-	int			n = row_lockers(rows->rel, &row->tid, xids, MAX_WAITED_LOCKERS);
-
-	for (int i = 0; i < n; i++)
-		if (TransactionIdIsInProgress(xids[i]))
-			return true;
-	return false;
-}
-
-/*
  * Wait, holding nothing, until the transactions that locked or were
  * updating the row when dlock_row_lock reported ROW_BLOCKED have ended.
  * With deadline 0 the wait is bounded only by lock_timeout, like an
@@ -533,7 +500,7 @@ dlock_token_floor(void)
 bool
 dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row)
 {
-	AttrNumber	att = rows->exclusive_only_att;
+	AttrNumber	att = rows->columns.exclusive_only;
 
 	return att != InvalidAttrNumber && !row->nulls[att - 1] &&
 		DatumGetBool(row->values[att - 1]);
@@ -546,7 +513,7 @@ dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row)
 void
 dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value)
 {
-	AttrNumber	att = rows->exclusive_only_att;
+	AttrNumber	att = rows->columns.exclusive_only;
 
 	if (att == InvalidAttrNumber)
 		return;

@@ -12,6 +12,7 @@
 #define DLOCK_LOCK_ROW_H
 
 #include "dlock.h"
+#include "catalog.h"
 
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
 /* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
@@ -37,7 +38,7 @@ typedef struct DlockRows
 	Relation	index;
 	int			natts;
 	uint32		generation;		/* of the catalog the relations came from */
-	AttrNumber	exclusive_only_att; /* InvalidAttrNumber before 1.2 */
+	DlockLockColumns columns;	/* its later columns, as the catalog found them */
 } DlockRows;
 
 typedef struct DlockRow
@@ -60,7 +61,6 @@ extern void dlock_rows_close(DlockRows *rows);
 extern bool dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row);
 extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode);
 extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
-extern bool dlock_row_pinned(DlockRows *rows, DlockRow *row);
 extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
 extern void dlock_row_update(DlockRows *rows, DlockRow *row);
 extern void dlock_row_insert(DlockRows *rows, DlockRow *row);

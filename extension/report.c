@@ -78,6 +78,19 @@ dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
 }
 
 /*
+ * A lease of lock_name with fencing token "token", held by "holder", ran
+ * out at lease_until without release: announce it (once: the expiry
+ * worker, or a grant that ends the lease first, calls this) and wake the
+ * name's waiters.
+ */
+void
+dlock_report_expiry(text *lock_name, int64 token, text *holder, TimestampTz lease_until)
+{
+	dlock_event("expire", lock_name, token, holder, lease_until);
+	dlock_wake_waiters(lock_name);
+}
+
+/*
  * dlock_report_end for each row (fencing_seq, holder) of the statement the
  * caller just ran through its SPI connection: the leases it ended, one
  * exclusive lease or all the shared leases or permits of lock_name; and

@@ -22,6 +22,8 @@ extern void dlock_report_grant(text *lock_name, DlockCounter kind_counter, bool 
 extern void dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
 							 DlockAuditLevel audit_from, const char *reason,
 							 int64 token, bool token_isnull, text *holder);
+extern void dlock_report_expiry(text *lock_name, int64 token, text *holder,
+								TimestampTz lease_until);
 extern void dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter,
 									DlockAuditLevel audit_from, const char *reason);
 

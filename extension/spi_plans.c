@@ -180,6 +180,12 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 		"   AND r.fencing_token IS DISTINCT FROM l.fencing_seq",
 		0, {0}
 	},
+	/* forget lock $1's expiry of token $2 if reported: true when it was */
+	[PLAN_EXPIRY_FORGET_ONE] = {
+		"DELETE FROM dlock.expiry_reported r"
+		" WHERE r.lock_name = $1 AND r.fencing_token = $2 RETURNING 1",
+		2, {TEXTOID, INT8OID}
+	},
 	[PLAN_WORKER_REAP] = {
 		"SELECT dlock.reap($1)",
 		1, {INTERVALOID}
@@ -229,6 +235,7 @@ static const DlockPlanDef kind_plan_defs[] = {
 	[PLAN_HOLDER_OWN_LOCK - FIRST_KIND_PLAN] = {
 		"SELECT h.slot, h.lease_until FROM dlock.lock_holder h"
 		" WHERE h.lock_name = $1 AND h.owner_token = $2"
+		" ORDER BY h.lease_until DESC"
 		"   FOR NO KEY UPDATE",
 		2, {TEXTOID, UUIDOID}
 	},

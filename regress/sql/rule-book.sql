@@ -156,3 +156,35 @@ SELECT lock_name, event, holder,
                                       ELSE fencing_token END AS token_recorded
   FROM dlock.audit_log WHERE lock_name LIKE 'rules:audit-%' ORDER BY id;
 DELETE FROM dlock.audit_log WHERE lock_name LIKE 'rules:audit-%';
+
+------------------------------------------------------------------------
+-- Tokens across kinds and cleanup: a reader's slot keeps a block of tokens;
+-- a writer's token goes above it; once the name's row is reaped, the next
+-- reader's token is still above the writer's (the block is not reused).
+------------------------------------------------------------------------
+SELECT (dlock.try_acquire_shared('rules:reap-block', '1 minute', '00000000-0000-0000-0000-0000000000e1')).fencing_token AS reader_token \gset
+SELECT dlock.release('rules:reap-block', '00000000-0000-0000-0000-0000000000e1') AS released;
+SELECT (dlock.try_acquire('rules:reap-block', '1 minute', '00000000-0000-0000-0000-0000000000e2')).fencing_token AS writer_token \gset
+SELECT :writer_token > :reader_token AS writer_above_reader;
+SELECT dlock.release('rules:reap-block', '00000000-0000-0000-0000-0000000000e2') AS released;
+UPDATE dlock.distributed_lock SET lease_until = clock_timestamp() - interval '2 days', updated_at = clock_timestamp() - interval '2 days'
+ WHERE lock_name = 'rules:reap-block';
+SELECT dlock.reap('1 day') >= 1 AS reaped;
+SELECT count(*) AS name_rows, (SELECT count(*) FROM dlock.lock_holder WHERE lock_name = 'rules:reap-block') AS slots
+  FROM dlock.distributed_lock WHERE lock_name = 'rules:reap-block';
+SELECT fencing_token > :writer_token AS next_reader_above_writer
+  FROM dlock.try_acquire_shared('rules:reap-block', '1 minute', '00000000-0000-0000-0000-0000000000e3');
+SELECT dlock.release('rules:reap-block', '00000000-0000-0000-0000-0000000000e3') AS released;
+
+------------------------------------------------------------------------
+-- A reader granted after an exclusive lease expired ends that lease, so
+-- nothing (not even the server clock stepping back) can make it live again
+-- beside the reader; its old holder can neither renew nor pass holds().
+------------------------------------------------------------------------
+SELECT (dlock.try_acquire('rules:expired-writer', '1 second', '00000000-0000-0000-0000-0000000000e4')).fencing_token AS old_writer_token \gset
+SELECT pg_sleep(1.2);
+SELECT (dlock.try_acquire_shared('rules:expired-writer', '1 minute', '00000000-0000-0000-0000-0000000000e5')).fencing_token > :old_writer_token AS reader_above_old_writer;
+SELECT owner_token IS NULL AS expired_lease_ended FROM dlock.distributed_lock WHERE lock_name = 'rules:expired-writer';
+SELECT dlock.renew('rules:expired-writer', '00000000-0000-0000-0000-0000000000e4', '1 minute') IS NULL AS old_writer_renew_refused;
+SELECT dlock.holds('rules:expired-writer', :old_writer_token) AS old_writer_holds;
+SELECT dlock.release('rules:expired-writer', '00000000-0000-0000-0000-0000000000e5') AS released;
