@@ -38,6 +38,7 @@ DECLARE
 	schema_owner name;
 	owner_is_superuser boolean;
 	objects bigint;
+	installer name;
 BEGIN
 	IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_dlock') THEN
 		RAISE EXCEPTION USING
@@ -63,12 +64,17 @@ BEGIN
 			DETAIL = 'pg_dlock_sql installs into schema dlock and must own everything in it; another pg_dlock installation or other objects are there.',
 			HINT = 'Drop what is in schema dlock (or the other installation) first, after checking what it contains.';
 	END IF;
-	IF schema_owner <> CURRENT_USER AND NOT owner_is_superuser
-	   AND NOT pg_catalog.pg_has_role(CURRENT_USER, schema_owner, 'USAGE') THEN
+	-- The installing role: the owner of the extension being created into
+	-- this schema (a trusted extension's script runs as a superuser), else
+	-- the role running this script (psql -f).
+	SELECT r.rolname INTO installer FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_roles r ON r.oid = e.extowner
+	 WHERE e.extnamespace = schema_oid;
+	installer := coalesce(installer, CURRENT_USER);
+	IF schema_owner <> installer AND NOT owner_is_superuser THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'insufficient_privilege',
 			MESSAGE = pg_catalog.format('schema dlock is owned by role %I, not by the installing role %I',
-										schema_owner, CURRENT_USER),
+										schema_owner, installer),
 			DETAIL = 'pg_dlock''s functions run with the extension owner''s rights and must not live in a schema another role controls.',
 			HINT = 'Drop schema dlock or make the installing role its owner after checking what it contains.';
 	END IF;

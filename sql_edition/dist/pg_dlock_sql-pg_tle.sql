@@ -51,6 +51,7 @@ DECLARE
 	schema_owner name;
 	owner_is_superuser boolean;
 	objects bigint;
+	installer name;
 BEGIN
 	IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_dlock') THEN
 		RAISE EXCEPTION USING
@@ -76,12 +77,17 @@ BEGIN
 			DETAIL = 'pg_dlock_sql installs into schema dlock and must own everything in it; another pg_dlock installation or other objects are there.',
 			HINT = 'Drop what is in schema dlock (or the other installation) first, after checking what it contains.';
 	END IF;
-	IF schema_owner <> CURRENT_USER AND NOT owner_is_superuser
-	   AND NOT pg_catalog.pg_has_role(CURRENT_USER, schema_owner, 'USAGE') THEN
+	-- The installing role: the owner of the extension being created into
+	-- this schema (a trusted extension's script runs as a superuser), else
+	-- the role running this script (psql -f).
+	SELECT r.rolname INTO installer FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_roles r ON r.oid = e.extowner
+	 WHERE e.extnamespace = schema_oid;
+	installer := coalesce(installer, CURRENT_USER);
+	IF schema_owner <> installer AND NOT owner_is_superuser THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'insufficient_privilege',
 			MESSAGE = pg_catalog.format('schema dlock is owned by role %I, not by the installing role %I',
-										schema_owner, CURRENT_USER),
+										schema_owner, installer),
 			DETAIL = 'pg_dlock''s functions run with the extension owner''s rights and must not live in a schema another role controls.',
 			HINT = 'Drop schema dlock or make the installing role its owner after checking what it contains.';
 	END IF;
@@ -399,25 +405,25 @@ AS $$
 DECLARE
 	generation bigint;
 	counter bigint;
-	next bigint;
+	token bigint;
 BEGIN
 	IF prev IS NULL THEN
-		next := (timeline::bigint << 40) | 1;
+		token := (timeline::bigint << 40) | 1;
 	ELSE
 		generation := prev >> 40;
 		counter := prev & ((1::bigint << 40) - 1);
 		IF prev_system IS DISTINCT FROM system OR timeline < prev_timeline THEN
-			next := ((generation + timeline) << 40) | 1;
+			token := ((generation + timeline) << 40) | 1;
 		ELSIF timeline > prev_timeline THEN
-			next := ((generation + timeline - prev_timeline) << 40) | 1;
+			token := ((generation + timeline - prev_timeline) << 40) | 1;
 		ELSE
-			next := (generation << 40) | (counter + 1);
+			token := (generation << 40) | (counter + 1);
 		END IF;
 	END IF;
-	IF floor IS NOT NULL AND next <= floor THEN
-		next := floor + 1;
+	IF floor IS NOT NULL AND token <= floor THEN
+		token := floor + 1;
 	END IF;
-	RETURN next;
+	RETURN token;
 END
 $$;
 
@@ -655,7 +661,7 @@ BEGIN
 			END IF;
 			-- the same owner again: same token, the lease extended
 			UPDATE dlock.distributed_lock l
-			   SET lease_until = pg_catalog.greatest(l.lease_until, now + dlock._length(p_ttl)), updated_at = now
+			   SET lease_until = GREATEST(l.lease_until, now + dlock._length(p_ttl)), updated_at = now
 			 WHERE l.lock_name = p_lock_name
 			RETURNING l.lease_until INTO r.lease_until;
 			result := ROW(p_lock_name, p_owner, r.fencing_seq, r.lease_until);
@@ -738,8 +744,8 @@ BEGIN
 	IF left_s <= 0 THEN
 		RETURN false;
 	END IF;
-	pause := pg_catalog.least(0.1, 0.001 * (2 ^ pg_catalog.least(attempt, 7))) * (0.5 + pg_catalog.random());
-	PERFORM pg_catalog.pg_sleep(pg_catalog.least(pause, left_s));
+	pause := LEAST(0.1, 0.001 * (2 ^ LEAST(attempt, 7))) * (0.5 + pg_catalog.random());
+	PERFORM pg_catalog.pg_sleep(LEAST(pause, left_s));
 	RETURN true;
 END
 $$;
@@ -1185,7 +1191,7 @@ BEGIN
 		IF FOUND THEN
 			PERFORM dlock._durable();
 			UPDATE dlock.lock_holder h2
-			   SET lease_until = pg_catalog.greatest(h2.lease_until, now + dlock._length(p_ttl)), updated_at = now
+			   SET lease_until = GREATEST(h2.lease_until, now + dlock._length(p_ttl)), updated_at = now
 			 WHERE h2.lock_name = p_lock_name AND h2.slot = h.slot AND h2.owner_token = p_owner
 			RETURNING h2.lease_until INTO h.lease_until;
 			IF FOUND THEN
@@ -1613,13 +1619,13 @@ BEGIN
 	  INTO removed, highest, names
 	  FROM gone g;
 	-- the holders' counters and slots of the reaped names go too, below the floor
-	SELECT pg_catalog.greatest(highest, pg_catalog.max(k.fencing_seq)) INTO highest
+	SELECT GREATEST(highest, pg_catalog.max(k.fencing_seq)) INTO highest
 	  FROM dlock.holder_counter k WHERE k.lock_name = ANY (names);
 	DELETE FROM dlock.lock_holder h WHERE h.lock_name = ANY (names);
 	DELETE FROM dlock.holder_counter k WHERE k.lock_name = ANY (names);
 	IF highest IS NOT NULL THEN
 		IF EXISTS (SELECT 1 FROM dlock.token_floor) THEN
-			UPDATE dlock.token_floor SET reaped_max = pg_catalog.greatest(reaped_max, highest), reaped_at = now;
+			UPDATE dlock.token_floor SET reaped_max = GREATEST(reaped_max, highest), reaped_at = now;
 		ELSE
 			INSERT INTO dlock.token_floor VALUES (highest, now);
 		END IF;
@@ -1903,6 +1909,10 @@ BEGIN
 	END LOOP;
 END
 $revoke_internal$;
+-- Pure helpers of dlock.lease_policy_state, which the views call as the
+-- querying role.
+GRANT EXECUTE ON FUNCTION dlock._decide(boolean, timestamptz, interval, timestamptz, timestamptz),
+	dlock._length(interval) TO PUBLIC;
 
 $_pgtle_$,
 	ARRAY[]::text[]

@@ -48,10 +48,10 @@ rolled=$(o "SELECT (dlock.try_acquire('$tag:rb', '1 minute', '$B')).owner_token"
 check "a grant in a rolled-back transaction never existed" test "$rolled" = "$B"
 
 # expiry and takeover on the server clock
-o "SELECT dlock.try_acquire('$tag:exp', '300 ms', '$A')" >/dev/null
+o "SELECT dlock.try_acquire('$tag:exp', '1 second', '$A')" >/dev/null
 exp_token=$(o "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$tag:exp'")
 early=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:exp', '1 minute', '$B')")
-sleep 0.5
+sleep 1.2
 late_renew=$(o "SELECT dlock.renew('$tag:exp', '$A', '1 minute') IS NULL")
 check "an expired lease cannot be renewed" test "$late_renew" = t
 state=$(o "SELECT state FROM dlock.locks WHERE lock_name = '$tag:exp'")
@@ -192,11 +192,15 @@ check "a release inside min_hold keeps the name ($min_state)" test "$min_refused
 sleep 1.1
 min_later=$(o "SELECT owner_token FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
 check "... until min_hold has passed" test "$min_later" = "$B"
-o "SELECT dlock.try_acquire('$tag:max', '400 ms', '$A', max_hold => '600 ms')" >/dev/null
-max_first=$(o "SELECT dlock.renew('$tag:max', '$A', '400 ms') IS NOT NULL")
-sleep 0.7
-max_later=$(o "SELECT dlock.renew('$tag:max', '$A', '400 ms') IS NULL")
-check "max_hold: renewals accepted before it, refused after it" test "$max_first $max_later" = "t t"
+# grant at 0 s, renewed at about 1.5 s to about 5.5 s; refused at about 4.5 s
+o "SELECT dlock.try_acquire('$tag:max', '4 seconds', '$A', max_hold => '4 seconds')" >/dev/null
+sleep 1.5
+max_first=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NOT NULL")
+sleep 3
+max_later=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NULL")
+max_state=$(o "SELECT state || ', ' || policy_state FROM dlock.locks WHERE lock_name = '$tag:max'")
+check "max_hold: a renewal accepted before it, refused after it while the lease runs on ($max_first $max_later, $max_state)" \
+	test "$max_first $max_later/$max_state" = "t t/held, held, renewals refused (max_hold)"
 o "SELECT dlock.try_acquire('$tag:delay', '200 ms', '$A', lock_delay => '800 ms')" >/dev/null
 sleep 0.4
 delayed=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')")
