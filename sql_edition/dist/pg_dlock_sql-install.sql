@@ -446,7 +446,11 @@ AS $$
 DECLARE
 	clipped text := holder;
 BEGIN
-	IF coalesce(dlock._setting('events'), 'off') NOT IN ('on', 'true', '1', 'yes') THEN
+	-- On when dlock.settings says so, which only the owner can change; a
+	-- dlock.events setting (ALTER DATABASE ... SET, as for the C extension)
+	-- can turn them on too, never off: any session may set a placeholder.
+	IF coalesce(dlock._setting('events'), 'off') NOT IN ('on', 'true', '1', 'yes')
+	   AND coalesce(pg_catalog.current_setting('dlock.events', true), 'off') NOT IN ('on', 'true', '1', 'yes') THEN
 		RETURN;
 	END IF;
 	WHILE pg_catalog.octet_length(clipped) > 1024 LOOP

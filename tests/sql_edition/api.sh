@@ -258,6 +258,10 @@ listener=$!
 sleep 0.5
 o "BEGIN" "SELECT dlock.try_acquire('$tag:ev-rollback', '1 minute', '$A', 'never')" "ROLLBACK" >/dev/null
 ev_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:ev', '1 minute', '$A', 'host \"one\"')")
+if [ "$edition" = sql ]; then
+	# a session cannot hide its grants: the setting only turns events on
+	o "SET dlock.events = off" "SELECT dlock.try_acquire('$tag:ev-hidden', '1 minute')" >/dev/null
+fi
 o "SELECT dlock.release('$tag:ev', '$A')" >/dev/null
 wait $listener
 if [ "$edition" = c ]; then
@@ -276,6 +280,9 @@ for line in sys.argv[1].splitlines():
 ' "$payloads" "$tag:ev")
 check "acquire and release events on dlock_events with the C payload ($acq)" test "$acq" = "acquire $ev_tok host \"one\" ['event', 'fencing_token', 'holder', 'lease_until', 'lock_name']
 release $ev_tok host \"one\" ['event', 'fencing_token', 'holder', 'lease_until', 'lock_name']"
+if [ "$edition" = sql ]; then
+	check "SET dlock.events = off in a session does not hide its grant's event" grep -q 'ev-hidden' "$events"
+fi
 check "no event for a rolled-back grant, no owner token in any" \
 	bash -c "! grep -q -e 'ev-rollback' -e '$A' '$events'"
 rm -f "$events"
