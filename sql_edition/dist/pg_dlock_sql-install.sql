@@ -603,88 +603,95 @@ BEGIN
 			RETURN NULL;			-- shared leases or permits are live
 		END IF;
 
-		PERFORM dlock._durable();
-		-- readers and writers of one name decide one at a time
-		PERFORM pg_catalog.pg_advisory_xact_lock(dlock._kind_key(p_lock_name));
-		c := dlock._cluster();
-		SELECT * INTO hc FROM dlock.holder_counter h WHERE h.lock_name = p_lock_name;
+		-- Decided under locks from here on: a refusal rolls back this subtransaction,
+		-- so that a caller that goes on (acquire's next attempt, a longer
+		-- transaction) holds neither the row lock nor the kind lock.
+		BEGIN
+			PERFORM dlock._durable();
+			-- readers and writers of one name decide one at a time
+			PERFORM pg_catalog.pg_advisory_xact_lock(dlock._kind_key(p_lock_name));
+			c := dlock._cluster();
+			SELECT * INTO hc FROM dlock.holder_counter h WHERE h.lock_name = p_lock_name;
 
-		IF r.lock_name IS NULL THEN
-			token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
-									   c.timeline, c.system,
-									   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
+			IF r.lock_name IS NULL THEN
+				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
+										   c.timeline, c.system,
+										   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
+				now := pg_catalog.clock_timestamp();
+				IF EXISTS (SELECT 1 FROM dlock.lock_holder h
+							WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
+					RAISE SQLSTATE 'PD098';
+				END IF;
+				INSERT INTO dlock.distributed_lock AS l
+					(lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at, holder,
+					 acquisitions, grant_timeline, grant_system, hold_limit, min_hold_until, lock_delay)
+				VALUES (p_lock_name, p_owner, token, now + dlock._length(p_ttl), now, now, p_holder,
+						1, c.timeline, c.system, now + dlock._length(p_max_hold),
+						now + dlock._length(p_min_hold), p_lock_delay)
+				ON CONFLICT (lock_name) DO NOTHING;
+				IF NOT FOUND THEN
+					CONTINUE;			-- created concurrently: decide on its row
+				END IF;
+				PERFORM dlock._event('acquire', p_lock_name, token, p_holder, now + dlock._length(p_ttl));
+				PERFORM dlock._audit('acquire', p_lock_name, token, p_holder, NULL);
+				result := ROW(p_lock_name, p_owner, token, now + dlock._length(p_ttl));
+				RETURN result;
+			END IF;
+
+			-- the row exists: lock it (waiting for a grant, release or pin in
+			-- progress), then decide again on its newest version
+			SELECT * INTO r FROM dlock.distributed_lock l WHERE l.lock_name = p_lock_name FOR UPDATE;
+			IF NOT FOUND THEN
+				CONTINUE;				-- reaped meanwhile
+			END IF;
 			now := pg_catalog.clock_timestamp();
+			d := dlock._decide(r.owner_token IS NOT NULL, r.lease_until, r.lock_delay, r.not_before, now);
+			IF d.live THEN
+				IF r.owner_token IS DISTINCT FROM p_owner
+				   OR (r.hold_limit IS NOT NULL AND now >= r.hold_limit) THEN
+					RAISE SQLSTATE 'PD098';
+				END IF;
+				-- the same owner again: same token, the lease extended
+				UPDATE dlock.distributed_lock l
+				   SET lease_until = GREATEST(l.lease_until, now + dlock._length(p_ttl)), updated_at = now
+				 WHERE l.lock_name = p_lock_name
+				RETURNING l.lease_until INTO r.lease_until;
+				result := ROW(p_lock_name, p_owner, r.fencing_seq, r.lease_until);
+				RETURN result;
+			END IF;
+			IF d.available_at IS NOT NULL THEN
+				RAISE SQLSTATE 'PD098';
+			END IF;
 			IF EXISTS (SELECT 1 FROM dlock.lock_holder h
 						WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
-				RETURN NULL;
+				RAISE SQLSTATE 'PD098';
 			END IF;
-			INSERT INTO dlock.distributed_lock AS l
-				(lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at, holder,
-				 acquisitions, grant_timeline, grant_system, hold_limit, min_hold_until, lock_delay)
-			VALUES (p_lock_name, p_owner, token, now + dlock._length(p_ttl), now, now, p_holder,
-					1, c.timeline, c.system, now + dlock._length(p_max_hold),
-					now + dlock._length(p_min_hold), p_lock_delay)
-			ON CONFLICT (lock_name) DO NOTHING;
-			IF NOT FOUND THEN
-				CONTINUE;			-- created concurrently: decide on its row
+			is_takeover := d.expired;
+			IF hc.fencing_seq > r.fencing_seq THEN
+				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
+			ELSE
+				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
 			END IF;
-			PERFORM dlock._event('acquire', p_lock_name, token, p_holder, now + dlock._length(p_ttl));
-			PERFORM dlock._audit('acquire', p_lock_name, token, p_holder, NULL);
+			UPDATE dlock.distributed_lock l
+			   SET owner_token = p_owner, fencing_seq = token, lease_until = now + dlock._length(p_ttl),
+				   updated_at = now, acquired_at = now, holder = p_holder, renewals = 0,
+				   acquisitions = l.acquisitions + 1,
+				   takeovers = l.takeovers + CASE WHEN is_takeover THEN 1 ELSE 0 END,
+				   taken_over = is_takeover, grant_timeline = c.timeline, grant_system = c.system,
+				   exclusive_only = false, session_pid = NULL, session_id = NULL,
+				   hold_limit = now + dlock._length(p_max_hold),
+				   min_hold_until = now + dlock._length(p_min_hold),
+				   lock_delay = p_lock_delay, not_before = NULL
+			 WHERE l.lock_name = p_lock_name;
+			PERFORM dlock._event(CASE WHEN is_takeover THEN 'takeover' ELSE 'acquire' END,
+								 p_lock_name, token, p_holder, now + dlock._length(p_ttl));
+			PERFORM dlock._audit(CASE WHEN is_takeover THEN 'takeover' ELSE 'acquire' END,
+								 p_lock_name, token, p_holder, NULL);
 			result := ROW(p_lock_name, p_owner, token, now + dlock._length(p_ttl));
 			RETURN result;
-		END IF;
-
-		-- the row exists: lock it (waiting for a grant, release or pin in
-		-- progress), then decide again on its newest version
-		SELECT * INTO r FROM dlock.distributed_lock l WHERE l.lock_name = p_lock_name FOR UPDATE;
-		IF NOT FOUND THEN
-			CONTINUE;				-- reaped meanwhile
-		END IF;
-		now := pg_catalog.clock_timestamp();
-		d := dlock._decide(r.owner_token IS NOT NULL, r.lease_until, r.lock_delay, r.not_before, now);
-		IF d.live THEN
-			IF r.owner_token IS DISTINCT FROM p_owner
-			   OR (r.hold_limit IS NOT NULL AND now >= r.hold_limit) THEN
-				RETURN NULL;
-			END IF;
-			-- the same owner again: same token, the lease extended
-			UPDATE dlock.distributed_lock l
-			   SET lease_until = GREATEST(l.lease_until, now + dlock._length(p_ttl)), updated_at = now
-			 WHERE l.lock_name = p_lock_name
-			RETURNING l.lease_until INTO r.lease_until;
-			result := ROW(p_lock_name, p_owner, r.fencing_seq, r.lease_until);
-			RETURN result;
-		END IF;
-		IF d.available_at IS NOT NULL THEN
+		EXCEPTION WHEN SQLSTATE 'PD098' THEN
 			RETURN NULL;
-		END IF;
-		IF EXISTS (SELECT 1 FROM dlock.lock_holder h
-					WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
-			RETURN NULL;
-		END IF;
-		is_takeover := d.expired;
-		IF hc.fencing_seq > r.fencing_seq THEN
-			token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
-		ELSE
-			token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
-		END IF;
-		UPDATE dlock.distributed_lock l
-		   SET owner_token = p_owner, fencing_seq = token, lease_until = now + dlock._length(p_ttl),
-			   updated_at = now, acquired_at = now, holder = p_holder, renewals = 0,
-			   acquisitions = l.acquisitions + 1,
-			   takeovers = l.takeovers + CASE WHEN is_takeover THEN 1 ELSE 0 END,
-			   taken_over = is_takeover, grant_timeline = c.timeline, grant_system = c.system,
-			   exclusive_only = false, session_pid = NULL, session_id = NULL,
-			   hold_limit = now + dlock._length(p_max_hold),
-			   min_hold_until = now + dlock._length(p_min_hold),
-			   lock_delay = p_lock_delay, not_before = NULL
-		 WHERE l.lock_name = p_lock_name;
-		PERFORM dlock._event(CASE WHEN is_takeover THEN 'takeover' ELSE 'acquire' END,
-							 p_lock_name, token, p_holder, now + dlock._length(p_ttl));
-		PERFORM dlock._audit(CASE WHEN is_takeover THEN 'takeover' ELSE 'acquire' END,
-							 p_lock_name, token, p_holder, NULL);
-		result := ROW(p_lock_name, p_owner, token, now + dlock._length(p_ttl));
-		RETURN result;
+		END;
 	END LOOP;
 END
 $$;
@@ -1192,66 +1199,76 @@ BEGIN
 			RETURN NULL;
 		END IF;
 
-		PERFORM dlock._durable();
-		PERFORM pg_catalog.pg_advisory_xact_lock_shared(dlock._kind_key(p_lock_name));
-		c := dlock._cluster();
-		INSERT INTO dlock.holder_counter AS k (lock_name, fencing_seq, grant_timeline, grant_system)
-		VALUES (p_lock_name, 0, c.timeline, c.system)
-		ON CONFLICT (lock_name) DO NOTHING;
-		SELECT * INTO hc FROM dlock.holder_counter k WHERE k.lock_name = p_lock_name FOR UPDATE;
-		-- decide again under the kind lock and the counter's row lock
-		now := pg_catalog.clock_timestamp();
-		SELECT * INTO r FROM dlock.distributed_lock l WHERE l.lock_name = p_lock_name;
-		IF FOUND THEN
-			d := dlock._decide(r.owner_token IS NOT NULL, r.lease_until, r.lock_delay, r.not_before, now);
-			IF d.live OR d.available_at IS NOT NULL THEN
-				RETURN NULL;
+		-- Decided under locks from here on: a refusal rolls back this subtransaction,
+		-- so that a caller that goes on (acquire's next attempt, a longer
+		-- transaction) holds neither the row lock nor the kind lock.
+		BEGIN
+			PERFORM dlock._durable();
+			PERFORM pg_catalog.pg_advisory_xact_lock_shared(dlock._kind_key(p_lock_name));
+			c := dlock._cluster();
+			INSERT INTO dlock.holder_counter AS k (lock_name, fencing_seq, grant_timeline, grant_system)
+			VALUES (p_lock_name, 0, c.timeline, c.system)
+			ON CONFLICT (lock_name) DO NOTHING;
+			SELECT * INTO hc FROM dlock.holder_counter k WHERE k.lock_name = p_lock_name FOR UPDATE;
+			IF NOT FOUND THEN
+				CONTINUE;			-- reaped meanwhile
 			END IF;
-		END IF;
-		SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind),
-			   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind)
-		  INTO live_other, live_same
-		  FROM dlock.lock_holder h2
-		 WHERE h2.lock_name = p_lock_name AND h2.owner_token IS NOT NULL AND h2.lease_until > now;
-		IF live_other > 0 THEN
-			CONTINUE;				-- changed kind meanwhile: report it as above
-		END IF;
-		IF p_kind = 'p' AND live_same >= p_permits THEN
+			-- decide again under the kind lock and the counter's row lock
+			now := pg_catalog.clock_timestamp();
+			SELECT * INTO r FROM dlock.distributed_lock l WHERE l.lock_name = p_lock_name;
+			IF FOUND THEN
+				d := dlock._decide(r.owner_token IS NOT NULL, r.lease_until, r.lock_delay, r.not_before, now);
+				IF d.live OR d.available_at IS NOT NULL THEN
+					RAISE SQLSTATE 'PD098';
+				END IF;
+			END IF;
+			SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind),
+				   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind)
+			  INTO live_other, live_same
+			  FROM dlock.lock_holder h2
+			 WHERE h2.lock_name = p_lock_name AND h2.owner_token IS NOT NULL AND h2.lease_until > now;
+			IF live_other > 0 THEN
+				CONTINUE;				-- changed kind meanwhile: report it as above
+			END IF;
+			IF p_kind = 'p' AND live_same >= p_permits THEN
+				RAISE SQLSTATE 'PD098';
+			END IF;
+			IF hc.fencing_seq = 0 THEN
+				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system,
+										   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
+			ELSIF r.fencing_seq > hc.fencing_seq THEN
+				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
+			ELSE
+				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
+			END IF;
+			UPDATE dlock.holder_counter k SET fencing_seq = token, grant_timeline = c.timeline, grant_system = c.system
+			 WHERE k.lock_name = p_lock_name;
+			-- a free or expired slot, else a new one
+			SELECT h2.slot INTO free_slot FROM dlock.lock_holder h2
+			 WHERE h2.lock_name = p_lock_name AND (h2.owner_token IS NULL OR h2.lease_until <= now)
+			 ORDER BY h2.slot LIMIT 1 FOR UPDATE SKIP LOCKED;
+			IF FOUND THEN
+				UPDATE dlock.lock_holder h2
+				   SET kind = p_kind, permits = CASE WHEN p_kind = 'p' THEN p_permits END, owner_token = p_owner,
+					   fencing_seq = token, block_end = token, lease_until = now + dlock._length(p_ttl),
+					   holder = p_holder, acquired_at = now, updated_at = now, renewals = 0,
+					   grant_timeline = c.timeline, grant_system = c.system
+				 WHERE h2.lock_name = p_lock_name AND h2.slot = free_slot;
+			ELSE
+				INSERT INTO dlock.lock_holder (lock_name, slot, kind, permits, owner_token, fencing_seq, block_end,
+											   lease_until, holder, acquired_at, updated_at, grant_timeline, grant_system)
+				SELECT p_lock_name, coalesce(pg_catalog.max(h2.slot), 0) + 1, p_kind,
+					   CASE WHEN p_kind = 'p' THEN p_permits END, p_owner, token, token,
+					   now + dlock._length(p_ttl), p_holder, now, now, c.timeline, c.system
+				  FROM dlock.lock_holder h2 WHERE h2.lock_name = p_lock_name;
+			END IF;
+			PERFORM dlock._event('acquire', p_lock_name, token, p_holder, now + dlock._length(p_ttl));
+			PERFORM dlock._audit('acquire', p_lock_name, token, p_holder, NULL);
+			result := ROW(p_lock_name, p_owner, token, now + dlock._length(p_ttl));
+			RETURN result;
+		EXCEPTION WHEN SQLSTATE 'PD098' THEN
 			RETURN NULL;
-		END IF;
-		IF hc.fencing_seq = 0 THEN
-			token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system,
-									   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
-		ELSIF r.fencing_seq > hc.fencing_seq THEN
-			token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
-		ELSE
-			token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
-		END IF;
-		UPDATE dlock.holder_counter k SET fencing_seq = token, grant_timeline = c.timeline, grant_system = c.system
-		 WHERE k.lock_name = p_lock_name;
-		-- a free or expired slot, else a new one
-		SELECT h2.slot INTO free_slot FROM dlock.lock_holder h2
-		 WHERE h2.lock_name = p_lock_name AND (h2.owner_token IS NULL OR h2.lease_until <= now)
-		 ORDER BY h2.slot LIMIT 1 FOR UPDATE SKIP LOCKED;
-		IF FOUND THEN
-			UPDATE dlock.lock_holder h2
-			   SET kind = p_kind, permits = CASE WHEN p_kind = 'p' THEN p_permits END, owner_token = p_owner,
-				   fencing_seq = token, block_end = token, lease_until = now + dlock._length(p_ttl),
-				   holder = p_holder, acquired_at = now, updated_at = now, renewals = 0,
-				   grant_timeline = c.timeline, grant_system = c.system
-			 WHERE h2.lock_name = p_lock_name AND h2.slot = free_slot;
-		ELSE
-			INSERT INTO dlock.lock_holder (lock_name, slot, kind, permits, owner_token, fencing_seq, block_end,
-										   lease_until, holder, acquired_at, updated_at, grant_timeline, grant_system)
-			SELECT p_lock_name, coalesce(pg_catalog.max(h2.slot), 0) + 1, p_kind,
-				   CASE WHEN p_kind = 'p' THEN p_permits END, p_owner, token, token,
-				   now + dlock._length(p_ttl), p_holder, now, now, c.timeline, c.system
-			  FROM dlock.lock_holder h2 WHERE h2.lock_name = p_lock_name;
-		END IF;
-		PERFORM dlock._event('acquire', p_lock_name, token, p_holder, now + dlock._length(p_ttl));
-		PERFORM dlock._audit('acquire', p_lock_name, token, p_holder, NULL);
-		result := ROW(p_lock_name, p_owner, token, now + dlock._length(p_ttl));
-		RETURN result;
+		END;
 	END LOOP;
 	RETURN NULL;
 END
@@ -1597,6 +1614,8 @@ BEGIN
 		   AND (dlock._decide(l.owner_token IS NOT NULL, l.lease_until, l.lock_delay, l.not_before, now)).available_at IS NULL
 		   AND NOT EXISTS (SELECT 1 FROM dlock.lock_holder h
 							WHERE h.lock_name = l.lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now)
+		   -- not while a grant of any kind decides on the name
+		   AND pg_catalog.pg_try_advisory_xact_lock(dlock._kind_key(l.lock_name))
 		 ORDER BY l.updated_at
 		 LIMIT max_rows
 		   FOR UPDATE SKIP LOCKED),

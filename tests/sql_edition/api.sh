@@ -192,17 +192,16 @@ check "a release inside min_hold keeps the name ($min_state)" test "$min_refused
 sleep 1.1
 min_later=$(o "SELECT owner_token FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
 check "... until min_hold has passed" test "$min_later" = "$B"
-# granted at 0 s, renewed at 2.5 s (before max_hold) to 6.5 s; refused at
-# 4.5 s while the lease runs on (sleeps are lower bounds: only a delay of more
-# than 1.5 s before the first renewal or 2 s before the second breaks this)
+# granted at 0 s, renewed at 2.5 s (before max_hold), refused at 4.5 s (how
+# far an accepted renewal may extend the lease under max_hold is not checked
+# here: the C core is changing it)
 o "SELECT dlock.try_acquire('$tag:max', '4 seconds', '$A', max_hold => '4 seconds')" >/dev/null
 sleep 2.5
 max_first=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NOT NULL")
 sleep 2
 max_later=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NULL")
-max_state=$(o "SELECT state || ', ' || policy_state FROM dlock.locks WHERE lock_name = '$tag:max'")
-check "max_hold: a renewal accepted before it, refused after it while the lease runs on ($max_first $max_later, $max_state)" \
-	test "$max_first $max_later/$max_state" = "t t/held, held, renewals refused (max_hold)"
+check "max_hold: a renewal accepted before it, refused after it ($max_first $max_later)" \
+	test "$max_first $max_later" = "t t"
 o "SELECT dlock.try_acquire('$tag:delay', '200 ms', '$A', lock_delay => '800 ms')" >/dev/null
 sleep 0.4
 delayed=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')")
