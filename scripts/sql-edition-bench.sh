@@ -27,14 +27,16 @@ psql -X -q -d postgres -c "CREATE DATABASE bench_c" -c "CREATE DATABASE bench_sq
 psql -X -q -d bench_c -c "CREATE EXTENSION pg_dlock"
 psql -X -q -d bench_sql -c "CREATE EXTENSION pg_dlock_sql"
 
+# (pgbench replaces :owner inside the quotes too)
 cat >"$dir/case1.sql" <<'SQL'
-SELECT owner_token AS owner FROM dlock.try_acquire('bench1:' || :client_id, '1 minute') \gset
-SELECT dlock.release('bench1:' || :client_id, :'owner');
+\set n random(1, 1000000000)
+SELECT owner_token AS owner FROM dlock.try_acquire('bench1:' || :n, '1 minute') \gset
+SELECT dlock.release('bench1:' || :n, ':owner');
 SQL
 cat >"$dir/case2.sql" <<'SQL'
 SELECT owner_token AS owner FROM dlock.acquire('bench2', '1 minute', '30 seconds') \gset
 SELECT pg_sleep(0.0001);
-SELECT dlock.release('bench2', :'owner');
+SELECT dlock.release('bench2', ':owner');
 SQL
 
 run() { # DB SCRIPT CLIENTS -> transactions per second

@@ -24,7 +24,10 @@ psql -X -q -U postgres -d "$db" -c "GRANT CONNECT, TEMPORARY ON DATABASE $db TO 
 # --- leases and tokens ----------------------------------------------------
 first=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:a', '1 minute', '$A', 'host-a')")
 timeline=$(q "$db" "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int")
-check "a new name's first token is (timeline << 40) | 1 ($first)" test "$first" = "$(( (timeline << 40) | 1 ))"
+floor=$(o "SELECT coalesce(max(reaped_max), 0) FROM dlock.token_floor")
+want=$(( (timeline << 40) | 1 ))
+[ "$floor" -ge "$want" ] && want=$((floor + 1))
+check "a new name's first token is (timeline << 40) | 1, or above the reap floor ($first, floor $floor)" test "$first" = "$want"
 refused=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:a', '1 minute', '$B')")
 check "another owner is refused while the lease is live (NULL lease)" test "$refused" = t
 retry=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:a', '2 minutes', '$A')")
@@ -77,6 +80,23 @@ wait
 check "acquire returns once the holder releases ($ms ms, 500-3000)" test "$waited" = "$A" -a "$ms" -ge 500 -a "$ms" -lt 3000
 expect_state "statement_timeout cancels a wait" 57014 "$db" "SET statement_timeout = '300ms'" \
 	"SELECT dlock.acquire('$tag:a', '1 minute', '10 seconds')"
+
+# a refusal decided after waiting for a grant in progress leaves no lock
+# behind: the winner can release while the loser's transaction stays open
+o "SELECT dlock.try_acquire('$tag:race', '200 ms', '$B')" >/dev/null
+sleep 0.4
+(o "BEGIN" "SELECT dlock.try_acquire('$tag:race', '1 minute', '$A')" "SELECT pg_sleep(1)" "COMMIT" >/dev/null) &
+sleep 0.3
+loser=$(mktemp)
+(o "BEGIN" "SELECT (dlock.try_acquire('$tag:race', '1 minute', '$B')).owner_token IS NULL" "SELECT pg_sleep(2.5)" "COMMIT" >"$loser") &
+sleep 1.5
+t0=$(date +%s%N)
+race_release=$(o "SELECT dlock.release('$tag:race', '$A')")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait
+check "an attempt refused after waiting for a grant in progress holds no lock in its open transaction (release in $ms ms < 800)" \
+	test "$race_release" = t -a "$ms" -lt 800 -a "$(head -n 1 "$loser")" = t
+rm -f "$loser"
 
 # --- durability -------------------------------------------------------------
 sync=$(o "SET synchronous_commit = off" "BEGIN" "SELECT dlock.try_acquire('$tag:dur', '1 minute')" \
