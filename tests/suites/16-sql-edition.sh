@@ -75,7 +75,9 @@ surface() {
 		SELECT 'type lease ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
 		  FROM pg_attribute a WHERE a.attrelid = 'dlock.lease'::regclass) x"
 }
-surface "$PGDATABASE" >"$scratch/surface-c"
+# functions listed in sql_edition/missing-functions.txt are not expected
+missing=$(sed -e 's/#.*//' sql_edition/missing-functions.txt | awk 'NF {print "^function dlock\\." $1 "\\("}' | paste -sd'|' -)
+surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scratch/surface-c"
 surface $ext_db >"$scratch/surface-sql"
 diff "$scratch/surface-c" "$scratch/surface-sql" >"$scratch/surface.diff"
 head -n 20 "$scratch/surface.diff"
@@ -242,6 +244,8 @@ stop_server "$PG_BINDIR" "$other" immediate
 for db in $ext_db $attack_db $plain_db $tle_db; do
 	psql -X -q -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
 done
-psql -X -q -U postgres -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS regress_sqled_attacker" 2>/dev/null
+q "$PGDATABASE" "DROP OWNED BY regress_sqled_app" >/dev/null 2>&1
+psql -X -q -U postgres -d postgres -c "SET client_min_messages = warning" -c "DROP OWNED BY regress_sqled_app" \
+	-c "DROP ROLE IF EXISTS regress_sqled_attacker, regress_sqled_app, $owner" 2>/dev/null
 rm -rf "$scratch"
 finish
