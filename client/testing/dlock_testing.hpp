@@ -29,7 +29,8 @@ inline std::string server_problem() {
     try {
         pqxx::connection conn;
         pqxx::nontransaction tx{conn};
-        if (tx.exec("SELECT 1 FROM pg_extension WHERE extname = 'pg_dlock'").empty())
+        // either edition: the C extension or the SQL edition (docs/sql-edition.md)
+        if (tx.exec("SELECT 1 FROM pg_extension WHERE extname IN ('pg_dlock', 'pg_dlock_sql')").empty())
             return "database \"" + std::string{conn.dbname()} +
                    "\" has no pg_dlock extension (CREATE EXTENSION pg_dlock)";
     } catch (const std::exception& e) {

