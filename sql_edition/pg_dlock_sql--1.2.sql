@@ -652,9 +652,11 @@ BEGIN
 				   OR (r.hold_limit IS NOT NULL AND now >= r.hold_limit) THEN
 					RAISE SQLSTATE 'PD098';
 				END IF;
-				-- the same owner again: same token, the lease extended
+				-- the same owner again: same token, the lease extended, never
+				-- past its hold_limit (max_hold bounds the whole hold)
 				UPDATE dlock.distributed_lock l
-				   SET lease_until = GREATEST(l.lease_until, now + dlock._length(p_ttl)), updated_at = now
+				   SET lease_until = LEAST(GREATEST(l.lease_until, now + dlock._length(p_ttl)),
+										   COALESCE(l.hold_limit, 'infinity')), updated_at = now
 				 WHERE l.lock_name = p_lock_name
 				RETURNING l.lease_until INTO r.lease_until;
 				result := ROW(p_lock_name, p_owner, r.fencing_seq, r.lease_until);
@@ -848,8 +850,10 @@ BEGIN
 			PERFORM dlock._audit('renew_refused', renew.lock_name, r.fencing_seq, r.holder, NULL);
 			RETURN NULL;
 		END IF;
+		-- max_hold bounds the whole hold: never past the lease's hold_limit
 		UPDATE dlock.distributed_lock l
-		   SET lease_until = now + dlock._length(ttl), updated_at = now, renewals = l.renewals + 1
+		   SET lease_until = LEAST(now + dlock._length(ttl), COALESCE(l.hold_limit, 'infinity')),
+			   updated_at = now, renewals = l.renewals + 1
 		 WHERE l.lock_name = renew.lock_name
 		RETURNING l.lease_until INTO until;
 		RETURN until;
