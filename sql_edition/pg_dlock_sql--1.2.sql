@@ -1037,11 +1037,15 @@ COMMENT ON FUNCTION dlock.fence(text, bigint) IS
 -- the roles that write the fenced resources.
 REVOKE ALL ON FUNCTION dlock.fence(text, bigint) FROM PUBLIC;
 
+-- Runs as the role that writes the table: strict mode pins a lease as
+-- holds() does, so that role must be one that may pin (EXECUTE on
+-- dlock.holds or dlock.assert_holds, revoked from PUBLIC).
 CREATE FUNCTION dlock.enforce_fencing()
 RETURNS trigger LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+	pinned boolean;
 	token_column text;
 	name_column text;
 	token_type regtype;
@@ -1114,7 +1118,26 @@ BEGIN
 			RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
 				MESSAGE = pg_catalog.format('lock name column "%s" of relation "%s" must not be null', name_column, TG_TABLE_NAME);
 		END IF;
-		IF new_token IS NULL OR NOT dlock._holds(row_name, new_token) THEN
+		IF new_token IS NULL THEN
+			RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
+				MESSAGE = pg_catalog.format('fencing token column "%s" of relation "%s" must not be null',
+											token_column, TG_TABLE_NAME);
+		END IF;
+		IF pg_catalog.has_function_privilege('dlock.holds(text, bigint)', 'EXECUTE') THEN
+			pinned := dlock.holds(row_name, new_token);
+		ELSIF pg_catalog.has_function_privilege('dlock.assert_holds(text, bigint)', 'EXECUTE') THEN
+			BEGIN
+				PERFORM dlock.assert_holds(row_name, new_token);
+				pinned := true;
+			EXCEPTION WHEN SQLSTATE 'PD002' THEN
+				pinned := false;
+			END;
+		ELSE
+			RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+				MESSAGE = pg_catalog.format('permission denied to pin lock "%s"', row_name),
+				HINT = 'Grant EXECUTE on dlock.holds(text, bigint) to the role that writes the fenced table.';
+		END IF;
+		IF NOT pinned THEN
 			RAISE EXCEPTION USING ERRCODE = 'PD002',
 				MESSAGE = pg_catalog.format('lock "%s" is not held with fencing token %s for a row of relation "%s"',
 											row_name, new_token, TG_TABLE_NAME);

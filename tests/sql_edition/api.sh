@@ -320,6 +320,21 @@ for fn in "dlock.holds('$tag:a', 1)" "dlock.fence('$tag:a', 1)" "dlock.force_rel
 	"dlock.reap()" "dlock.purge_audit_log('1 day')" "dlock.purge_resource_fence('1 day')" "dlock.stats_reset()"; do
 	expect_state "an application role needs a grant for ${fn%%(*}" 42501 "$db" "SET ROLE $app" "SELECT $fn"
 done
+# who may pin: a strict enforce_fencing trigger on a table of the role's own
+# pins as holds() does, so a role with nothing beyond PUBLIC may not
+pin_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:pin', '1 minute', '$A')")
+expect_state "a role with nothing beyond PUBLIC cannot pin a lease through a strict trigger" 42501 "$db" "SET ROLE $app" \
+	"CREATE TEMPORARY TABLE ${tag}_pin (token bigint, lock_name text)" \
+	"CREATE TRIGGER f BEFORE INSERT ON ${tag}_pin FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name')" \
+	"INSERT INTO ${tag}_pin VALUES ($pin_tok, '$tag:pin')"
+pin_renew=$(o "SET lock_timeout = '2s'" "SELECT dlock.renew('$tag:pin', '$A', '1 minute') IS NOT NULL")
+check "... and the holder's renew is not held up by it" test "$pin_renew" = t
+o "SELECT dlock.release('$tag:pin', '$A')" >/dev/null
+expect_state "strict enforce_fencing refuses to delete a row without a token" 22004 "$db" \
+	"CREATE TEMPORARY TABLE ${tag}_nulltok (token bigint, lock_name text)" \
+	"INSERT INTO ${tag}_nulltok VALUES (NULL, '$tag:strict')" \
+	"CREATE TRIGGER f BEFORE DELETE ON ${tag}_nulltok FOR EACH ROW EXECUTE FUNCTION dlock.enforce_fencing('token', 'lock_name')" \
+	"DELETE FROM ${tag}_nulltok"
 app_lease=$(psql -X -q -At -U postgres -d "$db" -c "SET ROLE $app" -c "SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('$tag:app', '1 minute', '$A')" \
 	-c "SELECT count(*) FROM dlock.locks WHERE lock_name = '$tag:app'" -c "SELECT dlock.release('$tag:app', '$A')" | tr '\n' ' ')
 check "an application role may acquire, read dlock.locks and release ($app_lease)" test "$app_lease" = "t 1 t "
