@@ -333,8 +333,24 @@ BEGIN
 END
 $$;
 
+-- A duration whose end, counted from now, is past the last timestamp
+-- PostgreSQL represents is refused (22023), as in the C extension.
+CREATE FUNCTION dlock._check_end(value interval, arg_name text)
+RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM pg_catalog.clock_timestamp() + dlock._length(value);
+EXCEPTION WHEN datetime_field_overflow OR interval_field_overflow THEN
+	RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+		MESSAGE = pg_catalog.format('%s is too long', arg_name),
+		DETAIL = pg_catalog.format('The %s given was "%s"; counted from now it ends past the last timestamp PostgreSQL can represent.',
+								   arg_name, value);
+END
+$$;
+
 CREATE FUNCTION dlock._check_wait(wait interval, arg_name text DEFAULT 'wait')
-RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -342,6 +358,9 @@ BEGIN
 	IF wait < interval '0' THEN
 		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
 			MESSAGE = pg_catalog.format('%s must not be negative', arg_name);
+	END IF;
+	IF arg_name = 'wait' THEN
+		PERFORM dlock._check_end(wait, arg_name);
 	END IF;
 END
 $$;
@@ -532,6 +551,9 @@ BEGIN
 	END IF;
 	IF max_hold IS NOT NULL AND max_hold <= interval '0' THEN
 		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'max_hold must be positive';
+	END IF;
+	IF max_hold IS NOT NULL THEN
+		PERFORM dlock._check_end(max_hold, 'max_hold');
 	END IF;
 	IF min_hold IS NOT NULL AND min_hold <= interval '0' THEN
 		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'min_hold must be positive';

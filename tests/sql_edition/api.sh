@@ -70,6 +70,8 @@ expect_state "acquire's wait runs out on a live lease" 55P03 "$db" "SELECT dlock
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check "... after about the wait ($ms ms, within 300-2000)" test "$ms" -ge 300 -a "$ms" -lt 2000
 expect_state "a zero wait is one attempt" 55P03 "$db" "SELECT dlock.acquire('$tag:a', '1 minute', '0')"
+expect_state "a wait that ends past the last timestamp is refused" 22023 "$db" "SELECT dlock.acquire('$tag:a', '1 minute', '1000000 years')"
+expect_state "so is such a max_hold" 22023 "$db" "SELECT dlock.try_acquire('$tag:long', '1 minute', max_hold => '300000 years')"
 expect_state "waiting in REPEATABLE READ is refused" 25000 "$db" \
 	"BEGIN ISOLATION LEVEL REPEATABLE READ" "SELECT dlock.acquire('$tag:a', '1 minute', '1 second')"
 (sleep 0.6; o "SELECT dlock.release('$tag:a', '$B')" >/dev/null) &
