@@ -1,5 +1,6 @@
 EXTENSION = pg_dlock
-EXTVERSION = $(shell grep default_version $(EXTENSION).control | sed -e "s/default_version[[:space:]]*=[[:space:]]*'\([^']*\)'/\1/")
+# The version is default_version in pg_dlock.control (1.2 = META.json 1.2.0 = the
+# C++ library and dlock); tests/suites/05-docs.sh checks that they agree.
 
 MODULE_big = pg_dlock
 OBJS = $(patsubst %.c,%.o,$(wildcard extension/*.c))
@@ -20,16 +21,30 @@ ifdef DLOCK_WERROR
 PG_CFLAGS += -Werror
 endif
 
-# Debian 12 ships PostgreSQL 15; pg_config from libpq-dev would not know PGXS.
-PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
-# Without the server headers (a fresh machine) only the driver targets below work;
-# they install the packages and then call make again.
 # The test, bench and fault scripts run the server binaries of this PG_CONFIG.
 export PG_BINDIR ?= $(shell $(PG_CONFIG) --bindir 2>/dev/null)
+
+# The driver targets below install the packages first and then call make again,
+# so they work without the server headers (a fresh machine). Every other target
+# needs a pg_config that knows PGXS: say so instead of failing obscurely.
+DRIVER_TARGETS = deps client client-sanitize install-client test demo bench faults soak ha
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+else ifneq ($(filter-out $(DRIVER_TARGETS),$(or $(MAKECMDGOALS),all)),)
+$(error pg_config "$(PG_CONFIG)" was not found or does not know PGXS. Install the server development files (Debian: apt-get install postgresql-server-dev-15) or name one: make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config)
 endif
+
+# The driver targets build with the PG_CONFIG the user named, else with Debian
+# 12's PostgreSQL 15 that scripts/install-deps.sh installs (looked up when the
+# recipe runs, after the packages are there), else pg_config on the PATH.
+ifeq ($(origin PG_CONFIG),file)
+DRIVER_PG_CONFIG = $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) $(PG_CONFIG))
+else
+DRIVER_PG_CONFIG = $(PG_CONFIG)
+endif
+DRIVER_MAKE = $(MAKE) PG_CONFIG=$(DRIVER_PG_CONFIG)
 
 # PGXS does not track header dependencies by default.
 $(OBJS): $(DLOCK_HEADERS)
@@ -67,40 +82,40 @@ install-client: client
 	if [ -z "$(CLIENT_PREFIX)$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
 
 test: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	$(MAKE) client-sanitize
 	tests/run-all.sh
 
 demo:
 	scripts/install-deps.sh core
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	scripts/demo.sh
 
 bench: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	bench/run.sh $(BENCH_ARGS)
 
 faults: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile full
 	model/check.sh --profile full
 
 soak: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile soak
 
 # Failover under Patroni (full profile); writes tests/ha/results/latest.md.
 ha: deps
-	$(MAKE) all
-	$(MAKE) install
+	$(DRIVER_MAKE) all
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/ha/run.sh --profile full

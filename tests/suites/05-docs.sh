@@ -34,6 +34,18 @@ check "the checker looked at the catalog, the SQLSTATEs and the CLI" \
 check "every function, view, setting, SQLSTATE and CLI option is documented; every link resolves" \
 	test "$status" -eq 0
 
+# --- one version number ------------------------------------------------------
+control_version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" pg_dlock.control)
+meta_version=$(python3 -c 'import json; print(json.load(open("META.json"))["version"])')
+meta_provides=$(python3 -c 'import json; print(json.load(open("META.json"))["provides"]["pg_dlock"]["version"])')
+cmake_version=$(sed -n 's/^project(dlock VERSION \([0-9.]*\) .*/\1/p' client/CMakeLists.txt)
+cli_version=$("$cli" --version 2>/dev/null | awk '{ print $2 }')
+echo "versions: control $control_version, META.json $meta_version ($meta_provides), client $cmake_version, dlock $cli_version"
+check "META.json's version is the control file's default_version" test "$meta_version" = "$control_version.0"
+check "META.json provides the same version" test "$meta_provides" = "$meta_version"
+check "the C++ library has the same version" test "$cmake_version" = "$meta_version"
+check "dlock --version prints the same version" test "$cli_version" = "$meta_version"
+
 # --- negative controls on a copy ------------------------------------------------
 copy=$scratch/copy
 mkdir "$copy"
