@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/session_handoff.py -- case 9 of make bench: handoff after the holder's
-client is killed (issue 16).
+client is killed (session-bound leases).
 
 A holder takes the lock on a connection of its own and then sits idle, the way
 a client between two statements does; a waiter is already blocked in the

@@ -1,4 +1,4 @@
-// The benchmark cases of issue 8; see cases.hpp.
+// The benchmark cases; see cases.hpp.
 //
 // Every case visits its systems in alternation: round r runs each
 // configuration once per system, starting the system order at a different
@@ -331,7 +331,7 @@ int case_contended(const bench_config& cfg, sink& out) {
                        {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis",
                         "floor-handoff-durable"},
                        out);
-    // 50: the issue's many-waiter handoff and order targets
+    // 50: the many-waiter handoff and order targets
     auto clients = choose_clients(cfg, {8, 32, 50});
     std::map<std::pair<std::string, int>, aggregate> aggs;
     std::map<std::pair<std::string, int>, order_outcome> orders;

@@ -1,4 +1,4 @@
-// The benchmark cases of issue 8.
+// The benchmark cases.
 #pragma once
 
 #include "runner.hpp"

@@ -1,4 +1,4 @@
-// Case 7 (issue 15): what lock events cost and how fast they arrive.
+// Case 7, lock events: what lock events cost and how fast they arrive.
 //
 //   - case 1's acquire+release pairs with dlock.events off and on, the two
 //     settings alternating round by round (ratio on/off; target >= 0.9);

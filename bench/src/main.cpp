@@ -1,4 +1,4 @@
-// dlock_bench: load driver for the pg_dlock benchmarks (issue 8).
+// dlock_bench: load driver for the pg_dlock benchmarks.
 //
 //   dlock_bench run CASE [options]   CASE is 1, 2, 3, 3c, 4 or 5
 //   dlock_bench smoke [options]      every system for about --duration seconds

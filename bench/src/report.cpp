@@ -391,7 +391,7 @@ int write_report(const report_paths& paths) {
             quotient(r.get("1", "floor-update", 1, "acq_p50_us"), r.get("1", "floor-select1", 1, "acq_p50_us"));
         if (!std::isnan(async_ratio))
             md << "Context from the floors of this run, at 1 client: an asynchronous one-row UPDATE takes "
-               << fmt_target_value(async_ratio, "×") << " the `SELECT 1` round trip (the issue's reference machine: "
+               << fmt_target_value(async_ratio, "×") << " the `SELECT 1` round trip (the machine the targets were set on: "
                << "2.2×), a durable one " << fmt_target_value(durable_ratio, "×") << ".\n\n";
     }
     md << floor_lines(r);
