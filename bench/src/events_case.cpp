@@ -214,7 +214,7 @@ int failover(const bench_config& cfg, sink& out, const std::string& id) {
 } // namespace
 
 int case_events(const bench_config& cfg, sink& out) {
-    const std::string id = "7";
+    const std::string id = "events";
     int failed = 0;
     const auto clients = cfg.clients.empty() ? std::vector<int>{1, 8} : cfg.clients;
     try {
