@@ -50,7 +50,7 @@ DRIVER_MAKE = $(MAKE) PG_CONFIG=$(DRIVER_PG_CONFIG)
 $(OBJS): $(DLOCK_HEADERS)
 
 # ---------------------------------------------------------------------------
-# Driver targets: README commands. Each installs what it needs first.
+# Driver targets: the commands of the README's development section. Each installs what it needs first.
 # ---------------------------------------------------------------------------
 .PHONY: deps client client-sanitize install-client test demo bench faults soak ha
 

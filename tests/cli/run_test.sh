@@ -204,7 +204,7 @@ expect_status "run --wait-mode bogus: usage error" 64 $?
 "$DLOCK" run --timeout 5 "$name" -- true 2>/dev/null
 expect_status "run --timeout 5 (no unit): usage error" 64 $?
 
-# --- --pooling: how dlock sends its calls (README "Connection modes") ---------
+# --- --pooling: how dlock sends its calls (docs/client.md, "Connection modes") 
 # COMMAND reads the last statement of dlock's own connection (found by its
 # application_name): with none the prepared acquire, placeholders and all;
 # with transaction the self-contained call that sets its own timeout first.

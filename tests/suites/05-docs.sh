@@ -46,6 +46,11 @@ check "META.json provides the same version" test "$meta_provides" = "$meta_versi
 check "the C++ library has the same version" test "$cmake_version" = "$meta_version"
 check "dlock --version prints the same version" test "$cli_version" = "$meta_version"
 
+# --- the complete C++ program of docs/client.md is the one the tests build -------
+check "docs/client.md's complete program is examples/quickstart.cpp (built and run by 30-client)" \
+	diff <(sed -n '/^### A complete program/,/^```$/p' docs/client.md | sed -n '/^```cpp/,/^```$/p' | sed '1d;$d') \
+	<(sed '1,3d' examples/quickstart.cpp)
+
 # --- negative controls on a copy ------------------------------------------------
 copy=$scratch/copy
 mkdir "$copy"

@@ -42,7 +42,7 @@ if [ -n "${DLOCK_SKIP_INSTALL:-}" ]; then # the second passes (31, 45) test the 
 fi
 
 # Installation: headers, library, CMake package and pkg-config file work for a
-# program outside the tree (the README's quickstart).
+# program outside the tree (examples/quickstart.cpp, the program of docs/client.md).
 build=${DLOCK_CLIENT_BUILD:-$root/build/client}
 prefix=$(mktemp -d)
 check_install() { # NAME COMMAND...
