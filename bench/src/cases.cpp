@@ -130,7 +130,7 @@ void put_errors(sink& out, const std::string& case_id, const std::string& sys, l
 }
 
 // ---------------------------------------------------------------------------
-// Case 1: uncontended acquire + release pairs, distinct names per client.
+// uncontended: acquire + release pairs, distinct names per client.
 // ---------------------------------------------------------------------------
 int case_uncontended(const bench_config& cfg, sink& out) {
     const std::string id = "uncontended";
@@ -199,7 +199,7 @@ int case_uncontended(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 2: contended, all clients on one name, short critical section.
+// contended: all clients on one name, short critical section.
 // ---------------------------------------------------------------------------
 struct contended_outcome {
     run_result run;
@@ -405,7 +405,7 @@ int case_contended(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 3: acquire latency against the number of lock rows.
+// scale: acquire latency against the number of lock rows.
 // ---------------------------------------------------------------------------
 struct rel_size {
     double table = 0;
@@ -536,7 +536,7 @@ int case_scale(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 3c: table size and HOT share after many cycles over a set of names.
+// churn: table size and HOT share after many cycles over a set of names.
 // ---------------------------------------------------------------------------
 struct table_stats {
     double upd = 0;
@@ -667,7 +667,7 @@ int case_churn(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 4: keep-alive, renewals per second over many live leases.
+// keep-alive: renewals per second over many live leases.
 // ---------------------------------------------------------------------------
 void parallel_each(std::vector<worker>& ws, const std::function<void(worker&)>& fn, std::string& error) {
     std::vector<std::thread> threads;
@@ -787,7 +787,7 @@ int case_keepalive(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 5: lock + business write in one transaction against lock, write and
+// business-write: lock + business write in one transaction against lock, write and
 // release as three transactions.
 // ---------------------------------------------------------------------------
 struct variant {
@@ -931,7 +931,7 @@ int case_transactions(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 6: what the lease functions cost the server per call, inside one
+// function-cost: what the lease functions cost the server per call, inside one
 // transaction (no commit, no round trip per call), against a plain UPDATE by
 // primary key. Each statement runs n times in a PL/pgSQL loop sent as one
 // statement; the loop's own cost (an assignment per iteration) is measured

@@ -1,6 +1,6 @@
-// Case 7, lock events: what lock events cost and how fast they arrive.
+// events: what lock events cost and how fast they arrive.
 //
-//   - case 1's acquire+release pairs with dlock.events off and on, the two
+//   - the uncontended case's acquire+release pairs with dlock.events off and on, the two
 //     settings alternating round by round (ratio on/off; target >= 0.9);
 //   - delivery: one session grants and releases a lock in a paced loop while
 //     8 sessions LISTEN on dlock_events; for each acquire event, the time from

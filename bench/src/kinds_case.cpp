@@ -1,4 +1,4 @@
-// Case 8: lock kinds against their targets and peers.
+// lock-kinds: lock kinds against their peers.
 //
 //   shared      8 clients, shared acquire+release on ONE name, against exclusive
 //               acquire+release of 8 clients on 8 names (target >= 0.8x),
