@@ -37,10 +37,11 @@ $(error pg_config "$(PG_CONFIG)" was not found or does not know PGXS. Install th
 endif
 
 # The driver targets build with the PG_CONFIG the user named, else with Debian
-# 12's PostgreSQL 15 that scripts/install-deps.sh installs (looked up when the
-# recipe runs, after the packages are there), else pg_config on the PATH.
+# 12's PostgreSQL 15 that scripts/install-deps.sh installs, else pg_config on
+# the PATH. The shell looks it up when the line runs, after the packages are
+# there (make expands a recipe's lines before it runs the first).
 ifeq ($(origin PG_CONFIG),file)
-DRIVER_PG_CONFIG = $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) $(PG_CONFIG))
+DRIVER_PG_CONFIG = $$(command -v /usr/lib/postgresql/15/bin/pg_config || echo $(PG_CONFIG))
 else
 DRIVER_PG_CONFIG = $(PG_CONFIG)
 endif
