@@ -46,6 +46,21 @@ check "META.json provides the same version" test "$meta_provides" = "$meta_versi
 check "the C++ library has the same version" test "$cmake_version" = "$meta_version"
 check "dlock --version prints the same version" test "$cli_version" = "$meta_version"
 
+# --- the manual page names every subcommand and option of dlock --help --------
+man_missing=$(python3 - "$cli" client/cli/dlock.1 <<'PY'
+import re, subprocess, sys
+cli, page = sys.argv[1], open(sys.argv[2]).read().replace('\\-', '-').replace('\\fB', '').replace('\\fR', '')
+top = subprocess.run([cli, '--help'], capture_output=True, text=True).stdout
+subs = re.findall(r'^  ([a-z][a-z-]*)\s{2,}\S', top.split('Subcommands:')[1].split('\n\n')[0], re.M)
+words = set(subs)
+for sub in subs:
+    text = subprocess.run([cli, sub, '--help'], capture_output=True, text=True).stdout
+    words |= set(re.findall(r'^\s{2}(?:-\w,)?(--[a-z][a-z-]*)', text.split('Options:')[1], re.M)) - {'--help'}
+print(' '.join(sorted(w for w in words if not re.search(r'(?<![\w-])%s(?![\w-])' % re.escape(w), page))))
+PY
+)
+check "the dlock(1) manual page names every subcommand and option (missing: ${man_missing:-none})" test -z "$man_missing"
+
 # --- the complete C++ program of docs/client.md is the one the tests build -------
 check "docs/client.md's complete program is examples/quickstart.cpp (built and run by 30-client)" \
 	diff <(sed -n '/^### A complete program/,/^```$/p' docs/client.md | sed -n '/^```cpp/,/^```$/p' | sed '1d;$d') \
