@@ -1,5 +1,6 @@
 EXTENSION = pg_dlock
-EXTVERSION = $(shell grep default_version $(EXTENSION).control | sed -e "s/default_version[[:space:]]*=[[:space:]]*'\([^']*\)'/\1/")
+# The version is default_version in pg_dlock.control (1.2 = META.json 1.2.0 = the
+# C++ library and dlock); tests/suites/05-docs.sh checks that they agree.
 
 MODULE_big = pg_dlock
 OBJS = $(patsubst %.c,%.o,$(wildcard extension/*.c))
@@ -20,22 +21,37 @@ ifdef DLOCK_WERROR
 PG_CFLAGS += -Werror
 endif
 
-# Debian 12 ships PostgreSQL 15; pg_config from libpq-dev would not know PGXS.
-PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
-# Without the server headers (a fresh machine) only the driver targets below work;
-# they install the packages and then call make again.
 # The test, bench and fault scripts run the server binaries of this PG_CONFIG.
 export PG_BINDIR ?= $(shell $(PG_CONFIG) --bindir 2>/dev/null)
+
+# The driver targets below install the packages first and then call make again,
+# so they work without the server headers (a fresh machine). Every other target
+# needs a pg_config that knows PGXS: say so instead of failing obscurely.
+DRIVER_TARGETS = deps client client-sanitize install-client test demo bench faults soak ha
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+else ifneq ($(filter-out $(DRIVER_TARGETS),$(or $(MAKECMDGOALS),all)),)
+$(error pg_config "$(PG_CONFIG)" was not found or does not know PGXS. Install the server development files (Debian: apt-get install postgresql-server-dev-15) or name one: make PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config)
 endif
+
+# The driver targets build with the PG_CONFIG the user named, else with Debian
+# 12's PostgreSQL 15 that scripts/install-deps.sh installs, else pg_config on
+# the PATH. The shell looks it up when the line runs, after the packages are
+# there (make expands a recipe's lines before it runs the first).
+ifeq ($(origin PG_CONFIG),file)
+DRIVER_PG_CONFIG = $$(command -v /usr/lib/postgresql/15/bin/pg_config || echo $(PG_CONFIG))
+else
+DRIVER_PG_CONFIG = $(PG_CONFIG)
+endif
+DRIVER_MAKE = $(MAKE) PG_CONFIG=$(DRIVER_PG_CONFIG)
 
 # PGXS does not track header dependencies by default.
 $(OBJS): $(DLOCK_HEADERS)
 
 # ---------------------------------------------------------------------------
-# Driver targets: README commands. Each installs what it needs first.
+# Driver targets: the commands of the README's development section. Each installs what it needs first.
 # ---------------------------------------------------------------------------
 .PHONY: deps client client-sanitize install-client install-sql-edition test demo bench faults soak ha
 
@@ -73,40 +89,40 @@ install-sql-edition:
 		$(DESTDIR)$(shell $(PG_CONFIG) --sharedir)/extension/
 
 test: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	$(MAKE) client-sanitize
 	tests/run-all.sh
 
 demo:
 	scripts/install-deps.sh core
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	scripts/demo.sh
 
 bench: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	bench/run.sh $(BENCH_ARGS)
 
 faults: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile full
 	model/check.sh --profile full
 
 soak: deps
-	$(MAKE) all DLOCK_WERROR=1
-	$(MAKE) install
+	$(DRIVER_MAKE) all DLOCK_WERROR=1
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile soak
 
 # Failover under Patroni (full profile); writes tests/ha/results/latest.md.
 ha: deps
-	$(MAKE) all
-	$(MAKE) install
+	$(DRIVER_MAKE) all
+	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/ha/run.sh --profile full

@@ -2,20 +2,22 @@
 # make bench: pg_dlock against advisory locks, a hand-written SQL lease and
 # Redis, on a throwaway PostgreSQL and redis-server on loopback.
 #
-#   bench/run.sh [--quick] [--cases "1 2 3 3c 4 5 6 7 8 9"] [--duration S] [--rounds N]
+#   bench/run.sh [--quick] [--cases "uncontended contended ..."] [--duration S] [--rounds N]
 #                [--keep] [-- extra dlock_bench options]
 #
-#   --quick      about 2 minutes: 1 s runs, one round, smaller case 3 and 4
-#   --cases      which cases to run (default: all); 3 = latency against lock
-#                rows, 3c = size and HOT share after churn, 9 = handoff after
-#                the holder's client is SIGKILLed (bench/session_handoff.py)
+#   --quick      about 2 minutes: 1 s runs, one round, smaller scale and keep-alive
+#   --cases      which cases to run, by name (default: all): uncontended,
+#                contended, scale (latency against lock rows), churn (size and
+#                HOT share after churn), keep-alive, business-write,
+#                function-cost, events, lock-kinds, session-handoff (handoff
+#                after the holder's client is SIGKILLed: bench/session_handoff.py)
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #   --no-profile skip the profiles. By default, when perf (linux-perf) is
-#                installed, case 1 and case 2 run once more for dlock-sql at
+#                installed, uncontended and contended run once more for dlock-sql at
 #                8 clients under `perf record -g` on the server, and the top
 #                functions (share of server CPU, and µs per pair or per
-#                critical section) go into latest.md and profile-case*.txt.
+#                critical section) go into latest.md and profile-*.txt.
 #   --idle-as-is let idle CPUs halt as usual. By default the run holds
 #                /dev/cpu_dma_latency at 0 (when it may), so idle CPUs poll
 #                instead: on a virtual machine a halted CPU adds tens of
@@ -23,8 +25,9 @@
 #                more than some of the figures measured, and how often it
 #                happens depends on what else the machine is doing.
 #
-# Writes bench/results/latest.md, latest.tsv (raw figures), summary.md (key
-# figures and targets, for the README) and *.png. Prints
+# Writes bench/results/latest.tsv (raw figures) and latest.md (every figure in
+# tables); bench/render.py then writes summary.md (key figures, and the targets
+# and floors of docs/performance.md with their verdicts) and the *.png plots. Prints
 # the machine first. Benchmarks measure; this script fails only when it cannot
 # run, never because a figure misses its target.
 set -euo pipefail
@@ -43,7 +46,7 @@ redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="1 2 3 3c 4 5 6 7 8 9"
+cases="uncontended contended scale churn keep-alive business-write function-cost events lock-kinds session-handoff"
 duration=
 rounds=
 quick=0
@@ -190,20 +193,20 @@ for c in $cases; do
 	log "case $c"
 	db=bench
 	case "$c" in
-	3) db=bench_scale ;;
-	3c) db=bench_churn ;;
+	scale) db=bench_scale ;;
+	churn) db=bench_churn ;;
 	esac
-	if [ "$c" = 9 ]; then
+	if [ "$c" = session-handoff ]; then
 		python3 "$root/bench/session_handoff.py" --samples "$handoffs" --ttl-samples "$ttl_handoffs" \
 			--out "$results/session-handoff.md.tmp" ||
-			{ failures=$((failures + 1)); log "case 9 reported errors"; }
+			{ failures=$((failures + 1)); log "session-handoff reported errors"; }
 		continue
 	fi
 	args=()
 	case "$c" in
-	3) args=(--rows "$rows") ;;
-	3c) args=(--churn-cycles "$churn_cycles" --churn-max-seconds "$churn_max") ;;
-	4) args=(--leases "$leases") ;;
+	scale) args=(--rows "$rows") ;;
+	churn) args=(--churn-cycles "$churn_cycles" --churn-max-seconds "$churn_max") ;;
+	keep-alive) args=(--leases "$leases") ;;
 	esac
 	"$driver" run "$c" --pg "dbname=$db" "${common[@]}" "${args[@]}" "${extra[@]}" ||
 		{ failures=$((failures + 1)); log "case $c reported errors (see the notes in the results)"; }
@@ -215,21 +218,21 @@ done
 profiles=()
 if [ $profile -eq 1 ] && command -v perf >/dev/null; then
 	pm_pid=$(head -n 1 "$pg_dir/data/postmaster.pid")
-	for c in 1 2; do
+	for c in uncontended contended; do
 		case " $cases " in *" $c "*) ;; *) continue ;; esac
 		log "profile of case $c (dlock-sql, 8 clients)"
-		data=$results/perf-case$c.data.tmp
+		data=$results/perf-$c.data.tmp
 		perf record -q -g -p "$pm_pid" -o "$data" >/dev/null 2>&1 &
 		perf_pid=$!
 		sleep 2 # attached before the driver's backends are forked
 		"$driver" run "$c" --pg "dbname=bench" --systems dlock-sql --clients 8 --rounds 1 \
-			--duration "$duration" --warmup "$warmup" --out "$results/profile-case$c.tsv.tmp" >/dev/null 2>&1 || true
+			--duration "$duration" --warmup "$warmup" --out "$results/profile-$c.tsv.tmp" >/dev/null 2>&1 || true
 		kill -INT "$perf_pid" 2>/dev/null || true
 		wait "$perf_pid" || true
-		per=$(awk -F'\t' '$4 == "server_cpu_us" {print $5}' "$results/profile-case$c.tsv.tmp" 2>/dev/null | head -n 1 || true)
+		per=$(awk -F'\t' '$4 == "server_cpu_us" {print $5}' "$results/profile-$c.tsv.tmp" 2>/dev/null | head -n 1 || true)
 		{
-			echo "perf record -g on the server processes during case $c (dlock-sql, 8 clients);"
-			echo "server CPU per $([ $c = 1 ] && echo pair || echo 'critical section') in this run: ${per:-?} us"
+			echo "perf record -g on the server processes during the $c case (dlock-sql, 8 clients);"
+			echo "server CPU per $([ $c = uncontended ] && echo pair || echo 'critical section') in this run: ${per:-?} us"
 			echo
 			perf report -i "$data" --no-children --sort symbol --stdio -g none --percent-limit 0.8 2>/dev/null |
 				grep -v '^#' | grep -v '^$'
@@ -238,8 +241,8 @@ if [ $profile -eq 1 ] && command -v perf >/dev/null; then
 			perf report -i "$data" --children --sort symbol --stdio -g none 2>/dev/null |
 				awk '{ for (i = 1; i < NF; i++) if ($i == "[.]" || $i == "[k]") { s = $(i + 1); break } }
 					s ~ /^(dlock_[a-z_]+|attempt_grant|change_own_lease|CommitTransactionCommand|XLogFlush|standard_ExecutorRun|standard_ExecutorStart|PortalStart|pq_getbyte|secure_write|ExecMakeTableFunctionResult|heap_update|heap_lock_tuple|index_getnext_slot|heap_fetch)$/ { print $1, s }' || true
-		} >"$results/profile-case$c.txt"
-		rm -f "$data" "$results/profile-case$c.tsv.tmp"
+		} >"$results/profile-$c.txt"
+		rm -f "$data" "$results/profile-$c.tsv.tmp"
 		profiles+=("$c:${per:-}")
 	done
 fi
@@ -256,25 +259,20 @@ echo "| duration of the run | $(( $(date -u +%s) - started )) s |" >>"$machine"
 
 # --- results and plots ------------------------------------------------------
 log "writing $results/latest.md and plots"
-"$driver" report --in "$tsv" --machine "$machine" --md "$results/latest.md.tmp" \
-	--gnuplot "$results/plots.gp.tmp" --plot-dir "$results" --summary "$results/summary.md.tmp"
-term=pngcairo
-gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo || term=png
-rm -f "$results"/*.png
-gnuplot -e "term='$term'" "$results/plots.gp.tmp" || log "gnuplot failed: plots are missing"
+"$driver" report --in "$tsv" --machine "$machine" --md "$results/latest.md.tmp"
 for p in "${profiles[@]}"; do
 	c=${p%%:*}
 	per=${p#*:}
 	{
-		echo "## Profile of case $c: where the server's time goes"
+		echo "## Profile of the $c case: where the server's time goes"
 		echo
-		echo "\`perf record -g\` on the server processes while case $c ran once more for dlock-sql at 8 clients"
-		echo "(full report: [profile-case$c.txt](profile-case$c.txt)). Self time of the top functions, as a share of"
-		echo "server CPU and in µs per $([ "$c" = 1 ] && echo pair || echo 'critical section') (server CPU per unit in that run: ${per:-?} µs)."
+		echo "\`perf record -g\` on the server processes while the $c case ran once more for dlock-sql at 8 clients"
+		echo "(full report: [profile-$c.txt](profile-$c.txt)). Self time of the top functions, as a share of"
+		echo "server CPU and in µs per $([ "$c" = uncontended ] && echo pair || echo 'critical section') (server CPU per unit in that run: ${per:-?} µs)."
 		echo
 		echo "| function | share | µs per unit |"
 		echo "|---|---:|---:|"
-		sed -n '4,$p' "$results/profile-case$c.txt" | awk -v per="$per" '
+		sed -n '4,$p' "$results/profile-$c.txt" | awk -v per="$per" '
 			/^inclusive/ { exit }
 			$1 ~ /%$/ {
 				share = $1; sub(/%/, "", share)
@@ -288,20 +286,24 @@ for p in "${profiles[@]}"; do
 		echo
 		echo "| function | share (with callees) |"
 		echo "|---|---:|"
-		sed -n '/^inclusive/,$p' "$results/profile-case$c.txt" | awk '$1 ~ /%$/ { printf "| `%s` | %s |\n", $2, $1 }'
+		sed -n '/^inclusive/,$p' "$results/profile-$c.txt" | awk '$1 ~ /%$/ { printf "| `%s` | %s |\n", $2, $1 }'
 		echo
 	} >>"$results/latest.md.tmp"
 done
 mv "$results/latest.md.tmp" "$results/latest.md"
 mv "$tsv" "$results/latest.tsv"
-mv "$results/summary.md.tmp" "$results/summary.md"
 if [ -f "$results/session-handoff.md.tmp" ]; then
-	{ echo; cat "$results/session-handoff.md.tmp"; } | tee -a "$results/latest.md" >>"$results/summary.md"
+	{ echo; cat "$results/session-handoff.md.tmp"; } >>"$results/latest.md"
 	mv "$results/session-handoff.md.tmp" "$results/session-handoff.md"
 fi
-rm -f "$results/plots.gp.tmp" "$machine"
+# The key figures, the targets of docs/performance.md with their verdicts, the
+# floors (summary.md) and the plots.
+rm -f "$results"/*.png
+python3 "$root/bench/render.py" --tsv "$results/latest.tsv" --out-dir "$results" >/dev/null ||
+	log "bench/render.py failed: summary.md or the plots are missing"
+rm -f "$machine"
 log "done in $(( $(date -u +%s) - started )) s: $results/latest.md"
 echo
-sed -n '/^## Targets/,/^## Case 1/p' "$results/latest.md" | sed '$d'
+sed -n '/^| target | measured/,/^$/p' "$results/summary.md"
 [ $failures -eq 0 ] || log "$failures case(s) reported errors"
 exit 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/session_handoff.py -- case 9 of make bench: handoff after the holder's
-client is killed (issue 16).
+"""bench/session_handoff.py -- the session-handoff case of make bench: handoff after the holder's
+client is killed (session-bound leases).
 
 A holder takes the lock on a connection of its own and then sits idle, the way
 a client between two statements does; a waiter is already blocked in the
@@ -122,7 +122,7 @@ def main():
         print(f"  {system}: {n} handoffs, p50 {rows[-1][2]:.1f} ms, p99 {rows[-1][3]:.1f} ms", flush=True)
     advisory_p50 = rows[-1][2]
     with open(args.out, "w", encoding="utf-8") as f:
-        f.write("## Case 9: handoff after the holder's client is SIGKILLed\n\n")
+        f.write("## session-handoff: handoff after the holder's client is SIGKILLed\n\n")
         f.write(f"Run {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average "
                 f"{open('/proc/loadavg').read().split()[0]} at the end "
                 "(bench/session_handoff.py; the kill to the waiter's grant, the waiter already "

@@ -1,4 +1,4 @@
-// quickstart.cpp -- the complete program of the README's C++ section.
+// quickstart.cpp -- the complete program of docs/client.md (and, in short, the README).
 // Build against an installed client:
 //   c++ -std=c++17 quickstart.cpp $(pkg-config --cflags --libs dlock) -o quickstart
 #include <dlock/dlock.hpp>

@@ -1,6 +1,6 @@
 /*
  * pg_dlock.pml -- a model of pg_dlock's lease and token protocol, checked
- * by spin (README "How pg_dlock is tested", tests/suites/15-model.sh).
+ * by spin (docs/testing.md, tests/suites/15-model.sh).
  *
  *   state.pml        the tables, their four copies, the clocks
  *   token.pml        the generation rule (and its known-bad variants)

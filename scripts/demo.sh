@@ -44,7 +44,7 @@ echo "holds   -> $(sql "SELECT dlock.holds('$lock', $winner_token)") (its token 
 psql -X -c "SELECT lock_name, state, holder, fencing_token, takeovers, acquisitions FROM dlock.locks"
 echo "$loser_name releases: $(sql "SELECT dlock.release('$lock', '$new_owner')")"
 
-say "Fencing where the data lives: the README's three examples"
+say "Fencing where the data lives: the three examples of docs/fencing.md"
 psql -X -q -e -v ON_ERROR_STOP=0 -f "$root/regress/sql/examples.sql" 2>&1
 
 say "Counters"

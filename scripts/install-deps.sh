@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that build, test and benchmark pg_dlock.
 # Only packages that are missing are installed, so a second run is quick.
-# Usage: scripts/install-deps.sh [core|client|bench|ha|all]   (default: all)
+# Usage: scripts/install-deps.sh [core|client|bench|ha|debian|all]   (default: all)
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml)
@@ -13,14 +13,18 @@ faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
+# The Debian packages (debian/, tests/suites/95-debian-package.sh): pg_buildext
+# comes with postgresql-server-dev-all, dh with debhelper.
+debian=(postgresql-server-dev-all debhelper dpkg-dev fakeroot pkg-config man-db)
 
 case "${1:-all}" in
 core) wanted=("${core[@]}") ;;
 client) wanted=("${core[@]}" "${client[@]}") ;;
 bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
 ha) wanted=("${core[@]}" "${client[@]}" "${ha[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}") ;;
-*) echo "usage: $0 [core|client|bench|ha|all]" >&2; exit 2 ;;
+debian) wanted=("${core[@]}" "${client[@]}" "${debian[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}" "${debian[@]}") ;;
+*) echo "usage: $0 [core|client|bench|ha|debian|all]" >&2; exit 2 ;;
 esac
 
 missing=()

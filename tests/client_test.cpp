@@ -411,7 +411,7 @@ TEST_F(client_test, moved_lease_is_released_once_by_its_new_owner) {
     EXPECT_EQ(c.metrics().releases, 1u);
 }
 
-// Issue 12.6: the getters of a moved-from lease read nothing through a null state.
+// Moved-from leases: the getters of a moved-from lease read nothing through a null state.
 TEST_F(client_test, moved_from_lease_is_empty_and_its_getters_are_safe) {
     const auto name = unique_name("moved-from");
     dlock::client c;
@@ -433,7 +433,7 @@ TEST_F(client_test, moved_from_lease_is_empty_and_its_getters_are_safe) {
     EXPECT_TRUE(kept.valid());
 }
 
-// Issue 12.1: a lease granted after a server-side wait longer than its ttl is
+// Long waits: a lease granted after a server-side wait longer than its ttl is
 // alive when acquire returns; its deadline counts from the grant (the server
 // reports how long it waited) and is still not later than lease_until.
 TEST_F(client_test, lease_granted_after_a_wait_longer_than_its_ttl_is_not_born_lost) {
@@ -490,7 +490,7 @@ TEST_F(client_test, poll_wait_gets_the_lock_when_it_is_released_and_runs_out_as_
     EXPECT_LT(std::chrono::steady_clock::now() - started, 700ms + 500ms + 1s);
 }
 
-// Issue 12.4 / 17.4: the library's connections ask the kernel for TCP
+// Dead peers: the library's connections ask the kernel for TCP
 // keepalives (a dead primary is noticed on an idle connection), as `ss` shows.
 TEST_F(client_test, library_connections_use_tcp_keepalives) {
     const auto name = unique_name("keepalive");

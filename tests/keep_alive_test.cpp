@@ -179,7 +179,7 @@ TEST_F(keep_alive_test, never_renews_after_release) {
     EXPECT_EQ(state_of(name), "free");
 }
 
-// Issue 12.2: on_lost drops the last lease and the client, so the keep-alive
+// A lease dropped from its own callback: on_lost drops the last lease and the client, so the keep-alive
 // is destroyed on its own watcher thread, which then must not touch it
 // (AddressSanitizer: heap-use-after-free before the fix).
 TEST_F(keep_alive_test, on_lost_may_drop_the_last_lease_and_the_client) {
@@ -208,7 +208,7 @@ TEST_F(keep_alive_test, on_lost_may_drop_the_last_lease_and_the_client) {
     EXPECT_FALSE(box->client);
 }
 
-// Issue 12.2 / 12.4: the lease and its client are dropped while a renewal of it
+// Dropped during a renewal: the lease and its client are dropped while a renewal of it
 // hangs behind a row lock: the destructor returns within its bound (the call
 // timeout), and the renewer, holding the last reference when its renewal
 // ends, finishes without touching the destroyed keep-alive.
@@ -245,7 +245,7 @@ TEST_F(keep_alive_test, destroying_a_lease_while_its_renewal_hangs_is_bounded) {
     std::this_thread::sleep_for(300ms);
 }
 
-// Issue 12.3: wait_lost(timeout) returns after the timeout although renewals
+// Bounded waits: wait_lost(timeout) returns after the timeout although renewals
 // keep moving the deadline.
 TEST_F(keep_alive_test, wait_lost_honours_its_timeout_while_renewals_move_the_deadline) {
     const auto name = unique_name("wait-lost");
@@ -265,7 +265,7 @@ TEST_F(keep_alive_test, wait_lost_honours_its_timeout_while_renewals_move_the_de
     EXPECT_TRUE(l->valid());
 }
 
-// Issue 12.4: a renewal stuck behind a row lock must not stop the renewals of
+// One stuck renewal stalls no other lease: a renewal stuck behind a row lock must not stop the renewals of
 // the client's other leases.
 TEST_F(keep_alive_test, one_hung_renewal_does_not_stop_the_other_leases) {
     const auto stuck_name = unique_name("stuck");

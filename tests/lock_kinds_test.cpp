@@ -1,5 +1,5 @@
 // lock_kinds_test.cpp -- shared leases, semaphore permits and multi-locks from
-// the client (README "Lock kinds"), against a real pg_dlock server.
+// the client (docs/lock-kinds.md), against a real pg_dlock server.
 #include <dlock/dlock.hpp>
 
 #include <future>

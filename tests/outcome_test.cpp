@@ -200,7 +200,7 @@ TEST_F(outcome_test, keep_alive_reports_a_lease_that_did_not_survive_the_reconne
     EXPECT_EQ(l->loss(), dlock::loss_reason::refused);
 }
 
-// Issue 17.4: the server goes away and comes back (a restart here; a failover
+// Reconnection: the server goes away and comes back (a restart here; a failover
 // to a standby looks the same to the client): the keep-alive's renewals fail
 // while it is down and are retried on a new connection, and the lease, which
 // the server kept, lives on.

@@ -1,6 +1,6 @@
 // policies_test.cpp -- lease policies from the C++ client (lease_options:
 // session_bound, max_hold, min_hold, lock_delay), against a real server that
-// preloads pg_dlock (README "Lease policies").
+// preloads pg_dlock (docs/lease-policies.md).
 #include <dlock/dlock.hpp>
 
 #include <future>

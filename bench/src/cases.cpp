@@ -1,4 +1,4 @@
-// The benchmark cases of issue 8; see cases.hpp.
+// The benchmark cases; see cases.hpp.
 //
 // Every case visits its systems in alternation: round r runs each
 // configuration once per system, starting the system order at a different
@@ -130,10 +130,10 @@ void put_errors(sink& out, const std::string& case_id, const std::string& sys, l
 }
 
 // ---------------------------------------------------------------------------
-// Case 1: uncontended acquire + release pairs, distinct names per client.
+// uncontended: acquire + release pairs, distinct names per client.
 // ---------------------------------------------------------------------------
 int case_uncontended(const bench_config& cfg, sink& out) {
-    const std::string id = "1";
+    const std::string id = "uncontended";
     std::vector<std::string> case_systems;
     for (const auto& sys : known_systems())
         if (sys != "floor-handoff-durable") case_systems.push_back(sys); // a case-2 floor
@@ -199,7 +199,7 @@ int case_uncontended(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 2: contended, all clients on one name, short critical section.
+// contended: all clients on one name, short critical section.
 // ---------------------------------------------------------------------------
 struct contended_outcome {
     run_result run;
@@ -325,13 +325,13 @@ order_outcome run_ordered(std::vector<worker>& ws, const std::string& name, cons
 }
 
 int case_contended(const bench_config& cfg, sink& out) {
-    const std::string id = "2";
+    const std::string id = "contended";
     auto systems =
         choose_systems(id, cfg,
                        {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis",
                         "floor-handoff-durable"},
                        out);
-    // 50: the issue's many-waiter handoff and order targets
+    // 50: the many-waiter handoff and order targets
     auto clients = choose_clients(cfg, {8, 32, 50});
     std::map<std::pair<std::string, int>, aggregate> aggs;
     std::map<std::pair<std::string, int>, order_outcome> orders;
@@ -405,7 +405,7 @@ int case_contended(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 3: acquire latency against the number of lock rows.
+// scale: acquire latency against the number of lock rows.
 // ---------------------------------------------------------------------------
 struct rel_size {
     double table = 0;
@@ -462,7 +462,7 @@ void populate(pg_conn& c, const std::string& sys, long from, long to, const syst
 }
 
 int case_scale(const bench_config& cfg, sink& out) {
-    const std::string id = "3";
+    const std::string id = "scale";
     auto systems = choose_systems(id, cfg, {"dlock-sql", "sql-lease"}, out);
     pg_conn admin(cfg.base.conninfo);
     prepare_schema(admin);
@@ -536,7 +536,7 @@ int case_scale(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 3c: table size and HOT share after many cycles over a set of names.
+// churn: table size and HOT share after many cycles over a set of names.
 // ---------------------------------------------------------------------------
 struct table_stats {
     double upd = 0;
@@ -600,7 +600,7 @@ long cycle_names(std::vector<worker>& ws, long names, long target, double max_s,
 }
 
 int case_churn(const bench_config& cfg, sink& out) {
-    const std::string id = "3c";
+    const std::string id = "churn";
     auto systems = choose_systems(id, cfg, {"dlock-sql", "sql-lease"}, out);
     pg_conn admin(cfg.base.conninfo);
     prepare_schema(admin);
@@ -667,7 +667,7 @@ int case_churn(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 4: keep-alive, renewals per second over many live leases.
+// keep-alive: renewals per second over many live leases.
 // ---------------------------------------------------------------------------
 void parallel_each(std::vector<worker>& ws, const std::function<void(worker&)>& fn, std::string& error) {
     std::vector<std::thread> threads;
@@ -687,7 +687,7 @@ void parallel_each(std::vector<worker>& ws, const std::function<void(worker&)>& 
 }
 
 int case_keepalive(const bench_config& cfg, sink& out) {
-    const std::string id = "4";
+    const std::string id = "keep-alive";
     auto systems = choose_systems(id, cfg, {"dlock-sql", "dlock-cpp", "sql-lease", "redis", "floor-update"}, out);
     int c = choose_clients(cfg, {8}).front();
     std::map<std::string, std::vector<worker>> pools;
@@ -787,7 +787,7 @@ int case_keepalive(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 5: lock + business write in one transaction against lock, write and
+// business-write: lock + business write in one transaction against lock, write and
 // release as three transactions.
 // ---------------------------------------------------------------------------
 struct variant {
@@ -869,7 +869,7 @@ void business_unit(worker& w, const variant& v, bool m) {
 }
 
 int case_transactions(const bench_config& cfg, sink& out) {
-    const std::string id = "5";
+    const std::string id = "business-write";
     std::vector<std::string> base_systems;
     for (const auto& v : all_variants())
         if (std::find(base_systems.begin(), base_systems.end(), v.system) == base_systems.end())
@@ -931,7 +931,7 @@ int case_transactions(const bench_config& cfg, sink& out) {
 }
 
 // ---------------------------------------------------------------------------
-// Case 6: what the lease functions cost the server per call, inside one
+// function-cost: what the lease functions cost the server per call, inside one
 // transaction (no commit, no round trip per call), against a plain UPDATE by
 // primary key. Each statement runs n times in a PL/pgSQL loop sent as one
 // statement; the loop's own cost (an assignment per iteration) is measured
@@ -939,7 +939,7 @@ int case_transactions(const bench_config& cfg, sink& out) {
 // UPDATE's table has the same fillfactor and a text primary key.
 // ---------------------------------------------------------------------------
 int case_function_cost(const bench_config& cfg, sink& out) {
-    const std::string id = "6";
+    const std::string id = "function-cost";
     const long n = 5000;
     const std::string owner = "'00000000-0000-0000-0000-0000000000f1'";
     auto loop = [n](const std::string& body) {
@@ -1015,15 +1015,15 @@ int run_case(const std::string& id, const bench_config& cfg, sink& out) {
         pg_conn admin(cfg.base.conninfo);
         prepare_schema(admin);
     }
-    if (id == "1") return case_uncontended(cfg, out);
-    if (id == "2") return case_contended(cfg, out);
-    if (id == "3") return case_scale(cfg, out);
-    if (id == "3c") return case_churn(cfg, out);
-    if (id == "4") return case_keepalive(cfg, out);
-    if (id == "5") return case_transactions(cfg, out);
-    if (id == "6") return case_function_cost(cfg, out);
-    if (id == "7") return case_events(cfg, out);
-    if (id == "8") return case_kinds(cfg, out);
+    if (id == "uncontended") return case_uncontended(cfg, out);
+    if (id == "contended") return case_contended(cfg, out);
+    if (id == "scale") return case_scale(cfg, out);
+    if (id == "churn") return case_churn(cfg, out);
+    if (id == "keep-alive") return case_keepalive(cfg, out);
+    if (id == "business-write") return case_transactions(cfg, out);
+    if (id == "function-cost") return case_function_cost(cfg, out);
+    if (id == "events") return case_events(cfg, out);
+    if (id == "lock-kinds") return case_kinds(cfg, out);
     throw std::invalid_argument("unknown case \"" + id + "\"");
 }
 

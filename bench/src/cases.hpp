@@ -1,4 +1,4 @@
-// The benchmark cases of issue 8.
+// The benchmark cases.
 #pragma once
 
 #include "runner.hpp"
@@ -15,7 +15,7 @@ struct bench_config {
     double duration_s = 2.0;
     double warmup_s = 0.5;
     int rounds = 2;
-    int cs_us = 100; // case 2 critical section, spent sleeping
+    int cs_us = 100; // contended case: critical section, spent sleeping
     std::vector<long> rows = {1000, 100000, 1000000};
     long churn_names = 10000;
     long churn_cycles = 1000000;
@@ -25,15 +25,17 @@ struct bench_config {
     long leases = 10000;
 };
 
-// Runs case "1", "2", "3" (latency against number of rows), "3c" (churn),
-// "4", "5" or "6" (function cost inside one transaction). Returns the number of runs that failed.
+// Runs the case named id: "uncontended", "contended", "scale" (latency
+// against number of rows), "churn", "keep-alive", "business-write",
+// "function-cost" (cost inside one transaction), "events" or "lock-kinds".
+// Returns the number of runs that failed.
 int run_case(const std::string& id, const bench_config& cfg, sink& out);
 
-// Case 6 (events_case.cpp): the cost of lock events, their delivery and
+// The events case (events_case.cpp): the cost of lock events, their delivery and
 // leadership failover. Returns the number of parts that failed.
 int case_events(const bench_config& cfg, sink& out);
 
-// Case 8 (kinds_case.cpp): lock kinds against their targets and peers.
+// The lock-kinds case (kinds_case.cpp): lock kinds against their peers.
 int case_kinds(const bench_config& cfg, sink& out);
 
 // Runs every available system for about duration seconds each through the

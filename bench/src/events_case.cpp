@@ -1,6 +1,6 @@
-// Case 7 (issue 15): what lock events cost and how fast they arrive.
+// events: what lock events cost and how fast they arrive.
 //
-//   - case 1's acquire+release pairs with dlock.events off and on, the two
+//   - the uncontended case's acquire+release pairs with dlock.events off and on, the two
 //     settings alternating round by round (ratio on/off; target >= 0.9);
 //   - delivery: one session grants and releases a lock in a paced loop while
 //     8 sessions LISTEN on dlock_events; for each acquire event, the time from
@@ -214,7 +214,7 @@ int failover(const bench_config& cfg, sink& out, const std::string& id) {
 } // namespace
 
 int case_events(const bench_config& cfg, sink& out) {
-    const std::string id = "7";
+    const std::string id = "events";
     int failed = 0;
     const auto clients = cfg.clients.empty() ? std::vector<int>{1, 8} : cfg.clients;
     try {

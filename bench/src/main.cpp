@@ -1,8 +1,10 @@
-// dlock_bench: load driver for the pg_dlock benchmarks (issue 8).
+// dlock_bench: load driver for the pg_dlock benchmarks.
 //
-//   dlock_bench run CASE [options]   CASE is 1, 2, 3, 3c, 4 or 5
+//   dlock_bench run CASE [options]   CASE: uncontended, contended, scale, churn,
+//                                    keep-alive, business-write, function-cost,
+//                                    events or lock-kinds
 //   dlock_bench smoke [options]      every system for about --duration seconds
-//   dlock_bench report --in TSV --md FILE --gnuplot FILE --plot-dir DIR [--machine FILE]
+//   dlock_bench report --in TSV --md FILE [--machine FILE]
 //
 // Results are appended to --out as TSV (case, system, clients, metric, value).
 #include "cases.hpp"
@@ -19,20 +21,21 @@
 namespace {
 
 const char* const usage =
-    "usage: dlock_bench run CASE [options]      CASE: 1 2 3 3c 4 5 6 7 8\n"
+    "usage: dlock_bench run CASE [options]      CASE: uncontended contended scale churn keep-alive\n"
+    "                                           business-write function-cost events lock-kinds\n"
     "       dlock_bench smoke [options]\n"
-    "       dlock_bench report --in TSV --md FILE --gnuplot FILE --plot-dir DIR [--machine FILE] [--summary FILE]\n"
+    "       dlock_bench report --in TSV --md FILE [--machine FILE]\n"
     "options:\n"
     "  --pg CONNINFO            libpq connection string (default: the PG* environment)\n"
     "  --redis HOST:PORT        redis-server (default 127.0.0.1:55501)\n"
     "  --systems a,b            systems to run (default: all the case has)\n"
     "  --clients 1,8,32         client counts (default: the case's)\n"
     "  --duration S --warmup S --rounds N\n"
-    "  --cs-us N                case 2 critical section in microseconds (default 100)\n"
-    "  --rows a,b,c             case 3 lock rows (default 1000,100000,1000000)\n"
+    "  --cs-us N                contended: critical section in microseconds (default 100)\n"
+    "  --rows a,b,c             scale: lock rows (default 1000,100000,1000000)\n"
     "  --churn-names N --churn-cycles N (pg_dlock) --churn-baseline-cycles N (hand-written lease)\n"
-    "  --churn-max-seconds S --churn-clients N   case 3c\n"
-    "  --leases N               case 4 live leases (default 10000)\n"
+    "  --churn-max-seconds S --churn-clients N   churn\n"
+    "  --leases N               keep-alive: live leases (default 10000)\n"
     "  --out FILE               append results as TSV\n";
 
 template <class T> std::vector<T> split_list(const std::string& s) {
@@ -122,14 +125,8 @@ int main(int argc, char** argv) {
                 paths.in = value();
             else if (opt == "--md")
                 paths.md = value();
-            else if (opt == "--gnuplot")
-                paths.gnuplot = value();
-            else if (opt == "--plot-dir")
-                paths.plot_dir = value();
             else if (opt == "--machine")
                 paths.machine = value();
-            else if (opt == "--summary")
-                paths.summary = value();
             else
                 throw std::invalid_argument("unknown option " + opt);
         }

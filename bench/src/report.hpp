@@ -1,5 +1,6 @@
-// Turns the TSV results of a run into bench/results/latest.md and a gnuplot
-// script that draws the plots.
+// Turns the TSV results of a run into bench/results/latest.md, every figure
+// of the run in tables. The targets, their verdicts and the plots are
+// bench/render.py's (the targets live in docs/performance.md).
 #pragma once
 
 #include <string>
@@ -10,9 +11,6 @@ struct report_paths {
     std::string in;       // TSV written by "dlock_bench run ... --out"
     std::string machine;  // markdown describing the machine, included verbatim
     std::string md;       // the results file to write
-    std::string gnuplot;  // the gnuplot script to write
-    std::string plot_dir; // where the script puts its PNGs: the directory of md
-    std::string summary;  // optional: the key figures and the targets, for the README
 };
 
 // Returns a process exit status.

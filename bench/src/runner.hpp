@@ -28,9 +28,9 @@ struct worker {
     std::mt19937_64 rng;
     std::vector<std::int64_t> lat_a;                             // acquire (or whole operation) latency, ns
     std::vector<std::int64_t> lat_b;                             // release latency, ns
-    std::vector<std::pair<std::int64_t, std::int64_t>> sections; // case 2: entered, left
-    std::vector<lease> leases;                                   // case 4
-    std::unique_ptr<pg_conn> extra;                              // case 5: PostgreSQL next to Redis
+    std::vector<std::pair<std::int64_t, std::int64_t>> sections; // contended: entered, left
+    std::vector<lease> leases;                                   // keep-alive
+    std::unique_ptr<pg_conn> extra;                              // business-write: PostgreSQL next to Redis
     std::size_t cursor = 0;
     std::uint64_t ops = 0;  // operations started in the measured window
     std::uint64_t busy = 0; // acquires that found the lock taken

@@ -55,7 +55,7 @@ public:
     // one-statement pg_advisory_xact_lock): no release latency to report.
     [[nodiscard]] virtual bool release_costs_round_trip() const { return true; }
     [[nodiscard]] virtual bool can_renew() const { return true; }
-    // The PostgreSQL connection of the session (for business writes in case 5),
+    // The PostgreSQL connection of the session (for business writes in the business-write case),
     // or nullptr when the system is not PostgreSQL.
     [[nodiscard]] virtual pg_conn* pg() { return nullptr; }
     // The server process serving this session (a PostgreSQL backend or

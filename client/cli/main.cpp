@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     }
 
     CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
-    app.set_version_flag("--version", std::string{"dlock 1.0.0 (pg_dlock client, libpqxx "} + PQXX_VERSION + ")");
+    app.set_version_flag("--version", std::string{"dlock "} + DLOCK_VERSION + " (pg_dlock client, libpqxx " + PQXX_VERSION + ")");
     app.require_subcommand(1);
     app.fallthrough(); // --dsn, --timeout, --wait-mode also after the subcommand
     app.footer(std::string{"Examples:\n"

@@ -1,4 +1,4 @@
-# dlock run with lease policies (README "Lease policies"): --session-bound,
+# dlock run with lease policies (docs/lease-policies.md): --session-bound,
 # --max-hold, --min-hold, --lock-delay.
 
 # --- --session-bound: dlock killed with SIGKILL (no release) -> free at once --

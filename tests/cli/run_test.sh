@@ -157,7 +157,7 @@ sleep 0.3
 check "run --wait: nobody took the lock for the interrupted dlock" $([ "$(state_of "$name")" = free ]; echo $?)
 unset DLOCK_OWNER_TOKEN DLOCK_FENCING_TOKEN DLOCK_LOCK_NAME DLOCK_LEASE_UNTIL
 
-# --- issue 12.1: a lease granted after a wait longer than its ttl is not born lost
+# --- a lease granted after a wait longer than its ttl is not born lost
 name=$(unique born-lost)
 "$DLOCK" run "$name" -- sleep 3 &
 holder=$!
@@ -169,7 +169,7 @@ expect_status "run --wait 20s --ttl 2s after a 3 s wait: COMMAND runs to its end
 check "run --wait 20s --ttl 2s after a 3 s wait: COMMAND was not killed ($(cat "$work/born-lost.err"))" \
 	$([ "$out" = finished ]; echo $?)
 
-# --- issue 17.1: five --no-wait runs at once: one runs, four are busy ---------
+# --- five --no-wait runs at once: one runs, four are busy -----------------------
 name=$(unique five)
 : >"$work/five.out"
 pids=()
@@ -191,7 +191,7 @@ ok=0
 for i in 1 2 3 4 5 6; do "$DLOCK" run --no-wait "$name" -- true || ok=1; done
 check "run --no-wait six times in a row: each exits 0" $ok
 
-# --- issue 17.1: the client-side wait (--wait-mode poll) ----------------------
+# --- the client-side wait (--wait-mode poll) ----------------------------------
 name=$(unique poll)
 "$DLOCK" run "$name" -- sleep 1 &
 holder=$!
@@ -247,7 +247,7 @@ done
 "$DLOCK" run --timeout 5 "$name" -- true 2>/dev/null
 expect_status "run --timeout 5 (no unit): usage error" 64 $?
 
-# --- --pooling: how dlock sends its calls (README "Connection modes") ---------
+# --- --pooling: how dlock sends its calls (docs/client.md, "Connection modes") 
 # COMMAND reads the last statement of dlock's own connection (found by its
 # application_name): with none the prepared acquire, placeholders and all;
 # with transaction the self-contained call that sets its own timeout first.
@@ -276,7 +276,7 @@ expect_status "--pooling bogus: usage error" 64 $?
 grep -q -- '--pooling: invalid value "bogus"' "$work/pooling-bogus.err"
 check "--pooling bogus: the message names the option and the value" $?
 
-# --- issue 12.5: a release that fails is visible -----------------------------
+# --- a release that fails is visible -----------------------------------------
 # COMMAND leaves behind a session that holds the lease row locked for 3 s, so
 # the release runs into its 1 s statement timeout: dlock must not exit 0.
 name=$(unique release-fails)
@@ -289,7 +289,7 @@ check "run: ... and says the release was not confirmed" $?
 check "run: ... the lease is indeed still held" $([ "$(state_of "$name")" = held ]; echo $?)
 sleep 3
 
-# --- issue 14: lock kinds from the command line --------------------------------
+# --- lock kinds from the command line -----------------------------------------
 name=$(unique kinds-shared)
 out=$("$DLOCK" run --shared "$name" -- sh -c "\"$DLOCK\" run --shared \"$name\" -- true; echo reader=\$?; \"$DLOCK\" run \"$name\" -- true; echo writer=\$?" 2>/dev/null)
 check "run --shared: a second reader runs alongside ($out)" $(grep -qx reader=0 <<<"$out"; echo $?)

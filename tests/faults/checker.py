@@ -8,7 +8,7 @@ Input: a run directory written by harness.py
   final.json       final database state: write_log rows, resource rows, locks
   scenario.json    the scenario and its extra checks
 
-Invariants (issue 7):
+Invariants:
   1 on each resource, accepted tokens never decrease
       - final write_log, in commit order per resource
       - history: an acknowledged write never has a lower token than a write

@@ -1145,7 +1145,7 @@ SCENARIOS = [
      "run": s_partition},
     {"name": "14-election", "title": "leaders paused past the ttl and killed, observers restarted",
      "run": s_election, "min_duration": 20, "checks": {"election": True}},
-    # Lock kinds (issue 14): a semaphore's permits, each its own fenced lease
+    # Lock kinds: a semaphore's permits, each its own fenced lease
     {"name": "15-semaphore", "title": "semaphore of 2 permits: holders paused past the ttl, backends killed",
      "run": s_semaphore, "permits": 2, "checker": "semaphore",
      "checks": {"min_stale_refusals": 1}},

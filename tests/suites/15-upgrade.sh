@@ -71,7 +71,7 @@ from_db=dlock_upgrade_from_1_1
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
 in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.1'"
 held_1_1=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.1', '1 hour', '$owner', 'upgrade-test')")
-# issue 16: the acquire functions are replaced in 1.2 (new named options);
+# Lease policies: the acquire functions are replaced in 1.2 (new named options);
 # grants made under 1.1 must carry over
 grantee=regress_upgrade_acquirer
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS $grantee" -c "CREATE ROLE $grantee"
@@ -99,7 +99,7 @@ version_1_1=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extna
 check "ALTER EXTENSION pg_dlock UPDATE moves 1.1 to $current_version" test "$version_1_1" = "$current_version"
 renewed_1_1=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.1', '$owner', '1 hour') IS NOT NULL")
 check "a lease granted under 1.1 is still held after the update" test "$renewed_1_1" = t
-# issue 13: a 1.1 row is not marked exclusive_only, so its next exclusive
+# Exclusive grants skip the kinds' check: a 1.1 row is not marked exclusive_only, so its next exclusive
 # grant checks for shared leases and permits (and marks it)
 mark_1_1=$(in_db $from_db -c "SELECT exclusive_only FROM dlock.distributed_lock WHERE lock_name = 'upgrade:held-1.1'")
 check "a row written under 1.1 is not marked exclusive_only after the update" test "$mark_1_1" = f

@@ -80,7 +80,7 @@ echo "lowered synchronous_commit: last token before the crash $before_wrapped, n
 check "grants under a function SET or a later SET LOCAL synchronous_commit = off survive a crash" \
 	test "$after_wrapped" -gt "$before_wrapped"
 
-# --- 1c. session-bound leases held through a crash (issue 16) -------------
+# --- 1c. session-bound leases held through a crash -------------
 # A holder session keeps a session-bound lease (ttl 1 hour) and stays
 # connected; a plain lease of 1 hour is the control. After the server comes
 # back, the session-bound lease is free at once (its session is gone) with

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lock kinds (issue 14): tokens of shared leases and permits only grow across
+# Lock kinds: tokens of shared leases and permits only grow across
 # a crash restart and pg_dump/pg_restore, and their grants are durable even
 # with synchronous_commit off in the session. Runs its own server (free port,
 # private directory), not the shared one.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Waiters in dlock.acquire are served in arrival order (README "Limits":
+# Waiters in dlock.acquire are served in arrival order (docs/limits.md:
 # fair waiting). 50 sessions start waiting on one name one after another,
 # each seen waiting in the server before the next starts, so the arrival
 # order is known. Then the holder releases and every waiter, once granted,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dlock.max_pin: a role that does not hold a lease cannot stall its holder or
-# a takeover beyond the bound the administrator sets (issue 11 item 11).
+# a takeover beyond the bound the administrator sets.
 # The attack: a role allowed to call holds() (it writes fenced data) pins
 # someone else's live lease -- tokens are public in dlock.locks -- switches
 # idle_in_transaction_session_timeout off and sits idle in its transaction.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A lease handed over by a release is never lost silently (README "Waiting
-# and handoff"). The release grants the lease to the head waiter just before
+# A lease handed over by a release is never lost silently (docs/fencing.md,
+# "Handoff to the longest waiter"). The release grants the lease to the head waiter just before
 # its commit; the waiter returns it once that commit is durable. Here the
 # waiter goes away in between: a server of its own stalls the release's
 # commit in the wait for a synchronous standby that does not exist (after

@@ -42,7 +42,7 @@ if [ -n "${DLOCK_SKIP_INSTALL:-}" ]; then # the second passes (31, 45) test the 
 fi
 
 # Installation: headers, library, CMake package and pkg-config file work for a
-# program outside the tree (the README's quickstart).
+# program outside the tree (examples/quickstart.cpp, the program of docs/client.md).
 build=${DLOCK_CLIENT_BUILD:-$root/build/client}
 prefix=$(mktemp -d)
 check_install() { # NAME COMMAND...
@@ -63,9 +63,13 @@ if [ "$build" = "$root/build/client" ]; then
 else
 	check_install "install: cmake --install" cmake --install "$build" --prefix "$prefix/usr"
 fi
-# Issue 12.8: the installed dlock starts without LD_LIBRARY_PATH or ldconfig,
-# and uses the libdlock installed with it.
+# The installed dlock starts without LD_LIBRARY_PATH or ldconfig (a run path
+# relative to the executable), and uses the libdlock installed with it.
 check_install "install: the installed dlock starts" env -u LD_LIBRARY_PATH "$prefix/usr/bin/dlock" --version
+check_install "install: the dlock(1) manual page is installed and formats" \
+	sh -c "man -l '$prefix/usr/share/man/man1/dlock.1' 2>/dev/null | grep -q 'dlock run' ||
+		groff -man -Tutf8 '$prefix/usr/share/man/man1/dlock.1' 2>/dev/null | grep -q 'dlock run' ||
+		grep -q '^\.TH DLOCK 1' '$prefix/usr/share/man/man1/dlock.1'"
 check_install "install: ... with the libdlock installed beside it" \
 	sh -c "env -u LD_LIBRARY_PATH ldd '$prefix/usr/bin/dlock' | grep -q 'libdlock.so.1 => $prefix/usr/'"
 check_install "install: find_package(dlock) builds the quickstart" \

@@ -34,10 +34,10 @@ export GTEST_FILTER='-outcome_test.*:sync_rep_test.*'
 export DLOCK_SKIP_INSTALL=1
 # dlock watch and dlock elect listen for lock events (LISTEN), which is session
 # state a transaction pooler does not keep: they need a direct connection or
-# session pooling (README "Lock events and leader election"), so they run in
+# session pooling (docs/events.md), so they run in
 # 40-cli only, as the election client test runs in 30-client only.
 # policies_test.sh: session-bound leases need the client's own server session,
-# which transaction pooling does not give (README "Lease policies")
+# which transaction pooling does not give (docs/lease-policies.md)
 export DLOCK_CLI_SKIP="election_test.sh policies_test.sh"
 
 . "$root/tests/lib/subsuite.sh"

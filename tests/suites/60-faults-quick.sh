@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault-injection harness, quick profile: one test per scenario and one per
-# negative control (tests/faults/, README "How pg_dlock is tested"). The harness
+# negative control (tests/faults/, docs/testing.md). The harness
 # starts its own servers on ports 55600-55699; the suite's cluster is not used.
 set -uo pipefail
 

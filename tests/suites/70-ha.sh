@@ -2,7 +2,7 @@
 # Failover under Patroni, quick profile: a throwaway three-node Patroni cluster
 # with a one-member etcd per run, SIGKILL of the primary's postmaster and
 # isolation of its Patroni, in synchronous and asynchronous mode, plus the
-# negative control (tests/ha/, README "How pg_dlock is tested"). One test per
+# negative control (tests/ha/, docs/testing.md). One test per
 # run; the suite's own cluster is not used. Its results stay in the suite's
 # scratch directory: tests/ha/results/ holds those of the last `make ha`.
 set -uo pipefail

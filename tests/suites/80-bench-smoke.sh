@@ -90,13 +90,13 @@ else
 	not_ok "a system that errors fails the run (exit $status)"
 fi
 
-# Case 9 (bench/session_handoff.py): one handoff per system after a SIGKILLed
+# The session-handoff case (bench/session_handoff.py): one handoff per system after a SIGKILLed
 # holder; each must complete and be reported. Measures nothing.
 if python3 "$root/bench/session_handoff.py" --samples 1 --ttl-samples 1 --out "$work/handoff.md" \
 	>"$work/handoff.log" 2>&1 &&
 	[ "$(grep -cE '^\| (session-bound|ttl lease|advisory) \| 1 \| [0-9.]+ \|' "$work/handoff.md")" -eq 3 ]; then
-	ok "case 9 (handoff after SIGKILL) runs for session-bound, ttl lease and advisory"
+	ok "session-handoff (handoff after SIGKILL) runs for session-bound, ttl lease and advisory"
 else
 	cat "$work/handoff.log" "$work/handoff.md" 2>/dev/null
-	not_ok "case 9 (handoff after SIGKILL) runs for session-bound, ttl lease and advisory"
+	not_ok "session-handoff (handoff after SIGKILL) runs for session-bound, ttl lease and advisory"
 fi

@@ -22,7 +22,7 @@ struct lock_settings {
     std::string worker_id;
     double drift_allowance = 0.05;
     std::chrono::milliseconds safety_margin{50};
-    bool session_bound = false; ///< leases end with the lock connection's session (issue 16)
+    bool session_bound = false; ///< leases end with the lock connection's session (a lease policy)
 };
 
 /// Holds at most one lease at a time (the worker's current one).
