@@ -8,11 +8,13 @@
 #
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
 # failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
-# with 2 clients (each a reader or a writer at any moment) and 2 slots.
-# full (make faults, about 12 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
+# with 2 clients (each a reader or a writer at any moment) and 2 slots,
+# reap and a clock step either way.
+# full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
-# fencing also across a move to a new cluster; shared leases with 4 grants,
-# and separately with 3 clients.
+# fencing also across a move to a new cluster; shared leases with a longer
+# clock, separately with 4 grants (no step back of the clock) and with 3
+# clients.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +52,8 @@ full)
 	leases="-DWITHOUT_HISTORY -DNC=3 -DMAXRT=5 -DMAXGRANT=4"
 	two_names="-DWITHOUT_HISTORY -DNN=2 -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3 -DMAXCRASH=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=4 -DMAXGRANT=4"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=6 -DMAXGRANT=3"
+	four_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
 	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
@@ -144,6 +147,7 @@ property "P3 P5" "$leases"
 [ "$profile" = full ] && property "P3 P5" "$two_names"
 property "P4" "$fencing"
 property "P7 P8 P9 P10" "$holders"
+[ "$profile" = full ] && property "P7 P8 P9 P10" "$four_holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 
 echo "--- negative controls: known bugs"
