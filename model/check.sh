@@ -8,11 +8,13 @@
 #
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
 # failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
-# with 2 clients (each a reader or a writer at any moment) and 2 slots.
-# full (make faults, about 12 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
+# with 2 clients (each a reader or a writer at any moment) and 2 slots,
+# reap and a clock step either way.
+# full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
-# fencing also across a move to a new cluster; shared leases with 4 grants,
-# and separately with 3 clients.
+# fencing also across a move to a new cluster; shared leases with a longer
+# clock, separately with 4 grants (no step back of the clock) and with 3
+# clients.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,23 +38,23 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 # writes, no clock steps. "leases": one server, clock steps, pins and fenced
 # writes. "fencing": failovers with fenced writes (no pins; quick: no move
 # to a new cluster). "holders": shared leases in holder slots beside the
-# exclusive lease (model/holders.pml), one server, pins, a forward clock
-# step; no reap and no backward step, which break P9 and P7 (see
-# holders.pml, "Open").
+# exclusive lease (model/holders.pml), one server, pins, reap, a clock step
+# forward or back.
 case $profile in
 quick)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=5 -DMAXGRANT=3"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=5 -DMAXGRANT=3"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DNC=3 -DMAXRT=5 -DMAXGRANT=4"
 	two_names="-DWITHOUT_HISTORY -DNN=2 -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3 -DMAXCRASH=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
-	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_REAP -DWITHOUT_BACKWARD_STEP -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=6 -DMAXGRANT=3"
+	four_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
+	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -145,6 +147,7 @@ property "P3 P5" "$leases"
 [ "$profile" = full ] && property "P3 P5" "$two_names"
 property "P4" "$fencing"
 property "P7 P8 P9 P10" "$holders"
+[ "$profile" = full ] && property "P7 P8 P9 P10" "$four_holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 
 echo "--- negative controls: known bugs"
@@ -161,6 +164,8 @@ control "that renewal, and the writer's clearing of expired slots not decided ag
 control "a slot keeps its block of tokens after an exclusive grant" P9 BUG_BLOCK_KEPT_AFTER_EXCLUSIVE "$holders" shortest
 control "an exclusive grant not above the holders' counter" P9 BUG_EXCLUSIVE_BELOW_HOLDERS "$holders" shortest
 control "the writer frees an expired slot without waiting for its pin" P10 BUG_CLEAR_PINNED "$holders" shortest
+control "a slot continues its block below the reap floor (a reaped name's shared grant)" P9 BUG_HOLDER_BLOCK_BELOW_FLOOR "$holders" shortest
+control "a shared grant leaves an expired exclusive lease's owner set (then a clock step back)" P7 BUG_SHARED_KEEPS_EXPIRED_OWNER "$holders" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"

@@ -21,25 +21,38 @@
  * with nothing holding reader grants off between them: more interleavings
  * than the kind lock allows, never fewer. A same-owner retry of
  * try_acquire_shared renews through change_holder, the statement
- * stmt_shared_renew models. Writer preference and waiting (a refused
- * attempt changes nothing), semaphore permits, force release of shared
- * leases, timelines and clusters of the slots' blocks are not modelled.
+ * stmt_shared_renew models.
  *
- * Open (found by this model in the extension as it is; the suite's
- * configuration leaves them out, spin shows each with the command given):
- *   reap     a slot continues its block when the name has no row
- *            (grant_holder's name_seq is 0 then): after an exclusive grant,
- *            a release and dlock.reap, a reader gets a token below that
- *            exclusive token -- not above every earlier exclusive token,
- *            as holder_lease.c promises (P9; never a token issued twice).
- *            spin -a -DHOLDERS -DPROP_P9 -DWITHOUT_HISTORY -DWITHOUT_FENCING
- *              -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=3 pg_dlock.pml
- *   backward step  a shared grant leaves an expired exclusive lease as it
- *            is (owner still set); a backward step of the server clock
- *            makes it live again beside the readers' live shared leases:
- *            its holder's renew and holds() succeed (P7).
- *            spin -a -DHOLDERS -DPROP_P7 -DWITHOUT_HISTORY -DWITHOUT_FENCING
- *              -DWITHOUT_REAP -DMAXRT=4 -DMAXGRANT=3 pg_dlock.pml
+ * Reap and a step back of the server clock (check.sh, configuration
+ * "holders"): this model found two bugs, since fixed in holder_lease.c.
+ *   reap     a slot went on with its block when the name had no row
+ *            (name_seq 0): after an exclusive grant, a release and
+ *            dlock.reap, a reader got a token below that exclusive token
+ *            (P9). Now the block goes on only while the slot's last token
+ *            is at least the name's exclusive token and the reap floor;
+ *            otherwise a new block is reserved above the counter, the
+ *            row's token and the floor (write_holder_grant, reserve_block).
+ *   backward step  a shared grant left an expired exclusive lease's owner
+ *            set; a step back of the server clock made it live again
+ *            beside the readers' live shared leases (P7). Now a shared
+ *            attempt that finds the exclusive lease expired ends it under
+ *            the row lock, after any holds() pin on it, before it decides
+ *            on the slots (name_admits_holders, end_expired_lease):
+ *            end_expired_exclusive here, in the grant's step, and
+ *            stmt_shared_attempt_ends_expired for an attempt that grants
+ *            no new slot (a same-owner retry, or no free slot).
+ *
+ * Not modelled: semaphore permits (the same grant path, with a bound on
+ * live slots), force release of shared leases, writer preference and
+ * waiting (a refused attempt changes nothing but the expired exclusive
+ * lease it ends), lock delays and min_hold (here a name refuses readers
+ * only while its exclusive lease is live), reap of holder slots and of the
+ * holders' counter (the model reaps the name's row only, which raises the
+ * floor), reap's idle time (any free or expired row may go), expiry
+ * reports, timelines and clusters of the slots' blocks (the configuration
+ * has no history: no crash, failover, restore or new cluster), and shared
+ * leases on more than one name (the floor is shared by every name, so
+ * another name's reap would raise it too).
  *
  * Known-bug variants, which spin must reject:
  *   BUG_HOLDER_RENEW_BEFORE_PIN  before the fix: the renewal read the
@@ -54,6 +67,12 @@
  *                  counter (P9, server.pml)
  *   BUG_CLEAR_PINNED  the writer frees an expired slot without waiting for
  *                  its pin (P10)
+ *   BUG_HOLDER_BLOCK_BELOW_FLOOR  before the fix: a slot's block goes on
+ *                  when its last token is at least the row's, the floor
+ *                  ignored, so after a reap below the reaped token (P9)
+ *   BUG_SHARED_KEEPS_EXPIRED_OWNER  before the fix: a shared grant leaves
+ *                  an expired exclusive lease's owner set, which a step
+ *                  back of the server clock makes live again (P7)
  */
 
 #ifdef BUG_HOLDERS_BEFORE_FIX
@@ -111,10 +130,48 @@ inline any_slot()
 #define SLOT_TAKEABLE(c, n, s) ((slot[SL(n, s)].owner == 0 || slot[SL(n, s)].until <= CLK) && slot[SL(n, s)].pins == 0)
 
 /*
+ * name_admits_holders, under the row lock (which waits for a holds() pin on
+ * the row: pins[n] == 0 in NAME_ADMITS_HOLDERS): an expired exclusive lease
+ * whose owner is still set is ended (owner_token NULL, lease_until kept),
+ * so that no step back of the server clock makes it live again beside the
+ * readers. BUG_SHARED_KEEPS_EXPIRED_OWNER: as before the fix, left as it is.
+ */
+inline end_expired_exclusive(c, n)
+{
+#ifndef BUG_SHARED_KEEPS_EXPIRED_OWNER
+	if
+	:: pri.row[n].exists && pri.row[n].owner != 0 ->	/* expired: NAME_ADMITS_HOLDERS */
+		printf("client %d: shared acquire of %d ends the expired exclusive lease of client %d (until %d, clock %d)\n", c, n, pri.row[n].owner - 1, pri.row[n].until, CLK);
+		pri.row[n].owner = 0
+	:: else -> skip
+	fi
+#else
+	skip
+#endif
+}
+
+#ifndef BUG_SHARED_KEEPS_EXPIRED_OWNER
+/*
+ * A shared attempt that grants no new slot (the same owner retrying, which
+ * renews through change_holder, or one that finds no free slot) has run
+ * name_admits_holders all the same: the expired exclusive lease is ended,
+ * and stays ended when its transaction commits.
+ */
+inline stmt_shared_attempt_ends_expired(c, n)
+{
+	atomic {
+		NAME_ADMITS_HOLDERS(n) && pri.row[n].exists && pri.row[n].owner != 0 ->
+		end_expired_exclusive(c, n)
+	}
+}
+#endif
+
+/*
  * dlock.try_acquire_shared (grant_holder): a free or expired slot nobody
  * has locked (FOR UPDATE SKIP LOCKED: a pinned one is skipped); its next
- * token if its block has one left and no exclusive grant came since (the
- * slot's token below the name's), else a new block (reserve_block) above
+ * token if its block has one left and its last token is at least the
+ * name's exclusive token and the reap floor (no exclusive grant came
+ * since, none was reaped above it), else a new block (reserve_block) above
  * the holders' counter, the name's exclusive token and the reap floor.
  */
 inline stmt_acquire_shared(c, n)
@@ -125,11 +182,19 @@ inline stmt_acquire_shared(c, n)
 		any_slot();
 		if
 		:: SLOT_TAKEABLE(c, n, _s) ->
+			end_expired_exclusive(c, n);
 			/* name_seq: the name's exclusive token, 0 without a row */
 			if
 			:: pri.row[n].exists -> _h = TOK(pri.row[n].gen, pri.row[n].cnt)
 			:: else -> _h = 0
 			fi;
+#ifndef BUG_HOLDER_BLOCK_BELOW_FLOOR
+			/* ... or the reap floor, when that is higher (the row was reaped) */
+			if
+			:: TOK(pri.floor.gen, pri.floor.cnt) > _h -> _h = TOK(pri.floor.gen, pri.floor.cnt)
+			:: else -> skip
+			fi;
+#endif
 			if
 #ifdef BUG_BLOCK_KEPT_AFTER_EXCLUSIVE
 			:: slot[SL(n, _s)].tok < slot[SL(n, _s)].bend ->
@@ -138,11 +203,18 @@ inline stmt_acquire_shared(c, n)
 #endif
 				_h = slot[SL(n, _s)].tok + 1
 			:: else ->
-				if
-				:: pri.row[n].exists -> token_for_row(n, ng, nc)
-				:: else -> token_for_new_name(ng, nc)
-				fi;
+				/* reserve_block: above the floor, the row's token and the counter */
+				token_for_new_name(ng, nc);
 				_h = TOK(ng, nc);
+				if
+				:: pri.row[n].exists ->
+					token_for_row(n, ng, nc);
+					if
+					:: TOK(ng, nc) > _h -> _h = TOK(ng, nc)
+					:: else -> skip
+					fi
+				:: else -> skip
+				fi;
 				if
 				:: hcounter[n] >= _h -> _h = hcounter[n] + 1
 				:: else -> skip
@@ -187,10 +259,10 @@ inline stmt_shared_renew(c, n)
 		any_slot();
 		if
 		:: SLOT_RENEWABLE(c, n, _s) ->
+			printf("client %d: renew of its shared lease of %d (slot %d) until %d (clock %d)\n", c, n, _s, CLK + TTL, CLK);
 			check_slot_renew_live(SL(n, _s));
 			check_reader_vs_exclusive(n);
 			slot[SL(n, _s)].until = CLK + TTL;
-			printf("client %d: renew of its shared lease of %d (slot %d) until %d (clock %d)\n", c, n, _s, slot[SL(n, _s)].until, CLK);
 			if
 			:: slot[SL(n, _s)].tok == stok[B(c, n)] -> tell_reader(c, n, rt)
 			:: else -> skip	/* an older slot of this owner: the client does not rely on it */

@@ -18,7 +18,8 @@
  * RULE_TIMELINE_ONLY, BUG_SEQUENCE (token.pml), BUG_RELEASE_ANY_OWNER,
  * BUG_RENEW_BEFORE_PIN, BUG_HOLDS_NO_PIN, BUG_ASYNC_GRANT,
  * BUG_EXCLUSIVE_BELOW_HOLDERS (server.pml), BUG_HOLDER_RENEW_BEFORE_PIN,
- * BUG_HOLDERS_BEFORE_FIX, BUG_BLOCK_KEPT_AFTER_EXCLUSIVE, BUG_CLEAR_PINNED
+ * BUG_HOLDERS_BEFORE_FIX, BUG_BLOCK_KEPT_AFTER_EXCLUSIVE, BUG_CLEAR_PINNED,
+ * BUG_HOLDER_BLOCK_BELOW_FLOOR, BUG_SHARED_KEEPS_EXPIRED_OWNER
  * (holders.pml).
  */
 
@@ -71,6 +72,9 @@ end:	do
 #ifdef HOLDERS
 	/* the same client as a reader */
 	:: stmt_acquire_shared(c, n)
+#ifndef BUG_SHARED_KEEPS_EXPIRED_OWNER
+	:: stmt_shared_attempt_ends_expired(c, n)
+#endif
 	:: stmt_shared_renew(c, n)
 #ifdef BUG_HOLDER_RENEW_BEFORE_PIN
 	:: stmt_shared_renew_decided(c, n)
