@@ -11,7 +11,7 @@
  */
 
 ------------------------------------------------------------------------------
--- Issue 11 item 9: never live in a schema another role controls. A role with
+-- Never live in a schema another role controls. A role with
 -- CREATE on the database could create schema "dlock" before the extension is
 -- installed; it would own the schema the SECURITY DEFINER functions use, and
 -- could rename it and put look-alike tables with triggers in its place.
@@ -47,7 +47,7 @@ END
 $check_schema_owner$;
 
 ------------------------------------------------------------------------------
--- Issue 11 item 7: pg_dlock's SQLSTATEs move from class DL (reserved by the
+-- pg_dlock's SQLSTATEs move from class DL (reserved by the
 -- SQL standard) to class PD.
 ------------------------------------------------------------------------------
 
@@ -57,7 +57,7 @@ COMMENT ON FUNCTION dlock.fence(text, bigint) IS
 'accepts a token at or above the highest accepted for the resource and records it; raises stale_fencing_token (PD001) for a lower one';
 
 ------------------------------------------------------------------------------
--- Issue 11 item 13: a documented cleanup for dlock.resource_fence.
+-- A documented cleanup for dlock.resource_fence.
 ------------------------------------------------------------------------------
 
 CREATE FUNCTION dlock.purge_resource_fence(older_than interval)
@@ -71,14 +71,14 @@ COMMENT ON FUNCTION dlock.purge_resource_fence(interval) IS
 REVOKE ALL ON FUNCTION dlock.purge_resource_fence(interval) FROM PUBLIC;
 
 ------------------------------------------------------------------------------
--- Issue 11 item 5: enforce_fencing has a strict mode.
+-- enforce_fencing has a strict mode.
 ------------------------------------------------------------------------------
 
 COMMENT ON FUNCTION dlock.enforce_fencing() IS
 'row trigger. Arguments (token_column): BEFORE INSERT OR UPDATE, refuses a NULL token and any update that lowers it. (token_column, lock_name_column): also BEFORE DELETE, and the row''s token must be the live lease of the lock the row names (checked and pinned like holds)';
 
 ------------------------------------------------------------------------------
--- Issue 13 item 3: the lease functions reach their rows through the table
+-- The lease functions reach their rows through the table
 -- access routines in C, which check no table privilege, so they no longer
 -- need to run as the extension owner. They run as the caller, with the
 -- caller's search_path (they resolve no names). Application roles still
@@ -93,7 +93,7 @@ ALTER FUNCTION dlock.holds(text, bigint) SECURITY INVOKER RESET search_path;
 ALTER FUNCTION dlock.assert_holds(text, bigint) SECURITY INVOKER RESET search_path;
 
 ------------------------------------------------------------------------------
--- Issue 11 item 11: a pin taken by holds() stalls the lease's holder and any
+-- A pin taken by holds() stalls the lease's holder and any
 -- takeover until the pinning transaction ends. Pinning is for the roles that
 -- write fenced data: grant it to them. dlock.max_pin (superuser-only) bounds
 -- how long any pin may last.
@@ -101,7 +101,7 @@ ALTER FUNCTION dlock.assert_holds(text, bigint) SECURITY INVOKER RESET search_pa
 REVOKE ALL ON FUNCTION dlock.holds(text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dlock.assert_holds(text, bigint) FROM PUBLIC;
 
--- Issue 15: leader election and lock events
+-- Leader election and lock events
 ------------------------------------------------------------------------------
 
 -- The fencing token of the last lease of each name whose expiry the expiry
@@ -125,7 +125,7 @@ COMMENT ON FUNCTION dlock.leader(text) IS
 'the live lease of the election''s lock: holder, fencing token, since when and until when; NULL when nobody leads';
 
 ------------------------------------------------------------------------------
--- Issue 11 item 1 (the general case the protocol model found): a row records
+-- The general case the protocol model found: a row records
 -- the cluster of its last grant with its timeline. A row from another cluster
 -- (pg_dump/restore, pg_upgrade) or from before 1.1 (0) moves up by the whole
 -- timeline at its next grant, whatever its old timeline was.

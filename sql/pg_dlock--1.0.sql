@@ -4,7 +4,7 @@
 \echo Use "CREATE EXTENSION pg_dlock" to load this file. \quit
 
 /*
- * Privilege model (README "Privileges"):
+ * Privilege model (docs/reference.md, "Privileges"):
  *   - the tables below belong to the extension owner; nobody else may write
  *     them, and only the owner may read owner tokens (they are capabilities);
  *   - the lease functions and holds/assert_holds are SECURITY DEFINER with

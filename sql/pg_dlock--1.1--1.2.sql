@@ -6,7 +6,7 @@
 -- Each section below belongs to one piece of work; keep them apart so that
 -- changes merge cleanly.
 
--- Issue 13: fast path (handoff to the head waiter)
+-- Fast path (handoff to the head waiter)
 
 -- An exclusive grant skips the lock kinds' check of dlock.lock_holder (and
 -- the name's kind lock) while the row says the name has had no shared lease
@@ -19,7 +19,7 @@ ALTER TABLE dlock.distributed_lock
 	ADD COLUMN exclusive_only boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN dlock.distributed_lock.exclusive_only IS 'no shared lease or permit of this name since its last exclusive grant checked for them: the next exclusive grant need not check again';
 
--- Issue 14: lock kinds (shared, permits, multi-lock)
+-- Lock kinds (shared, permits, multi-lock)
 
 /*
  * Holders of shared leases and semaphore permits: one row per slot of a
@@ -27,7 +27,7 @@ COMMENT ON COLUMN dlock.distributed_lock.exclusive_only IS 'no shared lease or p
  * column, so they stay HOT). A shared lease or permit is the slot's
  * owner_token and lease_until, as an exclusive lease is the name's row in
  * dlock.distributed_lock; readers of one name write different slot rows, so
- * they do not queue on one hot row. README "Lock kinds".
+ * they do not queue on one hot row. docs/lock-kinds.md.
  */
 -- No CHECK constraints: only the extension's functions write the table, and
 -- they check the values; a constraint would cost every grant its evaluation.
@@ -171,9 +171,9 @@ COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never
 GRANT SELECT ON dlock.lock_holders TO PUBLIC;
 
 /* dlock.locks gains each name's kind and number of live holders: see the
-   issue 16 section, which defines the view once with the policy state too */
+   lease policies section, which defines the view once with the policy state too */
 
--- Issue 15: leader election and lock events
+-- Leader election and lock events
 
 -- dlock.stats gains events_sent and events_dropped (lock events handed to the
 -- event queue's senders, event_queue.c). The function's row type changes, so
@@ -206,9 +206,9 @@ CREATE VIEW dlock.stats AS
 COMMENT ON VIEW dlock.stats IS 'server-wide pg_dlock counters and current lease counts';
 GRANT SELECT ON dlock.stats TO PUBLIC;
 
--- Issue 16: lease policies
+-- Lease policies
 
--- The lease row keeps the policies it was granted with (README "Lease
+-- The lease row keeps the policies it was granted with (docs/lease-policies.md, "Lease
 -- policies"). All nullable without a default: rows written by 1.1 have no
 -- policy, and adding the columns rewrites nothing. The C code finds them by
 -- name (lease_policy.c), so their position does not matter.
@@ -339,7 +339,7 @@ CREATE OR REPLACE VIEW dlock.stats AS
 		   k.permit_acquisitions, k.permit_busy,
 		   k.multi_acquisitions, k.multi_busy
 	  FROM dlock.stats_counters() c, dlock.policy_counters() p,
-		   -- the lock kinds' counters (issue 14), one column per kind and counter
+		   -- the lock kinds' counters, one column per kind and counter
 		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'shared') AS shared_acquisitions,
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'shared') AS shared_busy,
 						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'permit') AS permit_acquisitions,
@@ -348,8 +348,8 @@ CREATE OR REPLACE VIEW dlock.stats AS
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'multi') AS multi_busy
 					  FROM dlock.kind_stats() ks) k;
 
--- dlock.locks gains each name's kind and number of live holders (issue 14;
--- names with only shared leases or permits come from dlock.holder_counter)
+-- dlock.locks gains each name's kind and number of live holders (names
+-- with only shared leases or permits come from dlock.holder_counter)
 -- and the policy state of each exclusive lease (none for the other kinds).
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,

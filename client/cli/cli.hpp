@@ -58,7 +58,7 @@ struct run_args {
     std::chrono::milliseconds kill_after{10000};
     int conflict_exit_code = exit_code::busy;
     std::vector<std::string> command;
-    // lease policies (README "Lease policies"); zero = not asked for
+    // lease policies (docs/lease-policies.md, "Lease policies"); zero = not asked for
     bool session_bound = false;
     std::chrono::milliseconds max_hold{0};
     std::chrono::milliseconds min_hold{0};

@@ -71,8 +71,8 @@ election_commands::election_commands(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     m_watch->footer(R"TXT(One line per grant, takeover, release, force release and expiry of NAME:
   EVENT NAME token=TOKEN holder=HOLDER lease_until=TIME
-The server sends events only with dlock.events = on (README "Lock events and
-leader election"); expiries need the expiry worker.
+The server sends events only with dlock.events = on (docs/events.md);
+expiries need the expiry worker.
 
 Examples:
   dlock watch scheduler

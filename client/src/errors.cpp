@@ -98,7 +98,7 @@ void rethrow_mapped(std::string_view subject_view, std::string_view owner_token)
         if (state == "PD002" || state == "DL002") throw not_held_error{message, subject, state};
         if (state == "55P03") throw busy_error{message, subject, state};
         if (state == "22023" || state == "22004") throw invalid_argument_error{message, subject, state};
-        // PD020: the name is held as another kind (issue 14) -- the caller's mistake
+        // PD020: the name is held as another kind -- the caller's mistake
         if (state == "PD020") throw invalid_argument_error{message, subject, state};
         if (state == "42501") throw permission_error{message, subject, state};
         throw server_error{message, subject, state};

@@ -49,7 +49,7 @@ extern const char* const acquire_policies;
 extern const char* const renew;
 extern const char* const release;
 extern const char* const force_release;
-// lock kinds (issue 14)
+// lock kinds
 extern const char* const try_acquire_shared;
 extern const char* const acquire_shared;
 extern const char* const try_acquire_permit;
@@ -58,7 +58,7 @@ extern const char* const try_acquire_all;
 extern const char* const acquire_all;
 } // namespace sql
 
-/// Which kind of lease an acquire asks for (README "Lock kinds").
+/// Which kind of lease an acquire asks for (docs/lock-kinds.md, "Lock kinds").
 struct lease_kind {
     enum class mode { exclusive, shared, permit } what = mode::exclusive;
     int permits = 0; ///< the semaphore's size, for mode::permit
@@ -153,7 +153,7 @@ template <> bool call_result::field::as<bool>() const;
 
 /// One of the library's own connections, on libpq itself: a call is then one
 /// message out and one result back, where a libpqxx transaction object adds
-/// a poll of the socket before and after each (README "C++ client").
+/// a poll of the socket before and after each (docs/client.md, "C++ client").
 ///
 /// How it sends calls follows client_options::pooling. Without a transaction
 /// pooler it keeps state: the library's statements are prepared by name, and

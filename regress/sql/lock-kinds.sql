@@ -1,4 +1,4 @@
--- Lock kinds (issue 14): shared leases, semaphore permits, multi-locks
+-- Lock kinds: shared leases, semaphore permits, multi-locks
 \set VERBOSITY terse
 \pset null '(null)'
 

@@ -1,4 +1,4 @@
--- The extension's schema cannot be taken over (issue 11 item 9): a role with
+-- The extension's schema cannot be taken over: a role with
 -- CREATE on the database pre-creates schema "dlock", or renames it and puts
 -- look-alike tables with a trigger in its place. Runs in a database of its own.
 \set VERBOSITY terse

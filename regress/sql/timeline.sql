@@ -1,6 +1,6 @@
 -- The generation part of fencing tokens and the server's timeline (this
 -- server is on timeline 1). The generation moves whenever the timeline
--- differs from the row's grant_timeline (issue 11 item 1).
+-- differs from the row's grant_timeline.
 \set VERBOSITY terse
 
 SELECT fencing_token AS first_token

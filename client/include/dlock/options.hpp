@@ -57,7 +57,7 @@ enum class wait_mode {
 };
 
 /// Whether a connection pooler stands between the client and the server, which
-/// decides how the library sends its calls (README "Connection modes").
+/// decides how the library sends its calls (docs/client.md, "Connection modes").
 enum class pooling {
     /// Found out on each new connection: a direct one when the server process
     /// serving it has the process id libpq was told at connect (a pooler in
@@ -97,7 +97,7 @@ struct client_options {
     std::chrono::milliseconds network_timeout{10000};
     /// How acquire(name, wait, ...) waits. The default, wait_mode::automatic,
     /// waits in the server on a direct connection and polls from the client
-    /// behind a transaction pooler (README "PgBouncer").
+    /// behind a transaction pooler (docs/client.md, "PgBouncer").
     dlock::wait_mode wait_mode = wait_mode::automatic;
     /// Longest sleep between two tries of wait_mode::poll.
     std::chrono::milliseconds poll_interval{500};
@@ -144,7 +144,7 @@ struct lease_options {
     /// of an uncertain acquire resolves it (the server's acquire is idempotent).
     std::string owner_token;
 
-    // Lease policies (README "Lease policies"). Zero durations are not sent (the
+    // Lease policies (docs/lease-policies.md, "Lease policies"). Zero durations are not sent (the
     // server's settings apply); a lease without any policy uses the same SQL as 1.1.
 
     /// The lease also ends when the database session that took it ends (this
