@@ -68,6 +68,10 @@ import sys
 MS = 1_000_000
 
 
+# Why the server refuses a fenced write whose lease is over: the evidence that
+# a fault reached the fencing.
+LATE_WRITE_REFUSALS = ("not_held", "PD001", "PD002")
+
 def load_jsonl(path):
     rows = []
     opener = gzip.open if path.endswith(".gz") else open
@@ -459,7 +463,7 @@ def check_local_belief(ops, res):
     wrong = 0
     for op in ops:
         if op.op == "write" and op.local_valid and op.result == "refused" \
-                and op.why in ("not_held", "PD001", "PD002"):
+                and op.why in LATE_WRITE_REFUSALS:
             wrong += 1
             res.flag("extra", f"{op.res}: {op.worker} op {op.id} believed its lease valid "
                               f"(client clock) but the server had ended it ({op.why})")
@@ -561,7 +565,7 @@ def check_run(run_dir):
         res.flag("extra", f"only {unknown} unknown outcomes; the fault did not bite "
                           f"(at least {checks['min_unknown']} expected)")
     late_refused = sum(1 for o in completed if o.op == "write" and o.result == "refused"
-                       and o.why in ("not_held", "PD001", "PD002"))
+                       and o.why in LATE_WRITE_REFUSALS)
     if late_refused < checks.get("min_stale_refusals", 0):
         res.flag("extra", "no late write was refused: the fault never reached the fencing")
     acquired = sum(1 for o in completed if o.op == "acquire" and o.result == "ok")

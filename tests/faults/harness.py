@@ -433,6 +433,29 @@ pidfile = {d}/pgbouncer.pid
     def sleep(self, seconds):
         time.sleep(max(0.0, min(seconds, self.time_left())))
 
+    def late_writes_refused(self):
+        """How many writes the fencing has refused so far, read from the workers'
+        history files (each worker appends one record per line as it goes)."""
+        refused = 0
+        for wid in self.workers:
+            path = os.path.join(self.dir, "history", f"{wid}.jsonl")
+            writes = set()
+            try:
+                with open(path) as f:
+                    for line in f:
+                        try:
+                            rec = json.loads(line)
+                        except ValueError:
+                            continue  # a line still being written
+                        if rec.get("ev") == "invoke" and rec.get("op") == "write":
+                            writes.add(rec.get("id"))
+                        elif (rec.get("ev") == "refused" and rec.get("id") in writes
+                              and rec.get("why") in checker.LATE_WRITE_REFUSALS):
+                            refused += 1
+            except FileNotFoundError:
+                pass
+        return refused
+
     def fault_window(self):
         """True while there is time for another fault and the recovery after it."""
         return self.time_left() > 3 * self.ttl_ms / 1000.0 + 2.5
@@ -598,9 +621,18 @@ def s_delay(run):
         # Replies to what the clients send in the first 1.5 ttl of the window
         # arrive after their lease ended; the next request is then a late one.
         delay_ms = int(run.rng.uniform(1.2, 1.5) * run.ttl_ms)
+        refused_before = run.late_writes_refused()
         set_delay(control, delay_ms)
         run.fault_start("reply delay", None, ms=delay_ms)
         time.sleep(3 * run.ttl_ms / 1000.0)
+        # Each call now takes longer than a ttl, so a worker makes only two or
+        # three calls in the window; if none of them was a granted acquire, no
+        # write was late yet. The delay stays on until one is (or time runs
+        # short): a fencing that lets it through still fails the run.
+        deadline = time.monotonic() + 6 * run.ttl_ms / 1000.0
+        while (run.late_writes_refused() == refused_before and time.monotonic() < deadline
+               and run.time_left() > 1.5 * run.ttl_ms / 1000.0 + 1.0):
+            time.sleep(0.1)
         set_delay(control, 0)
         run.fault_end("reply delay", None)
         run.sleep(1.5 * run.ttl_ms / 1000.0)
