@@ -165,13 +165,19 @@ report_expiries(void)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		bool		holder_isnull;
+		bool		acquired_isnull;
 		text	   *lock_name = DatumGetTextPP(SPI_getbinval(row, desc, 1, &isnull));
-		int64		token = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull));
 		Datum		holder = SPI_getbinval(row, desc, 3, &holder_isnull);
 		TimestampTz lease_until = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
+		Datum		acquired_at = SPI_getbinval(row, desc, 5, &acquired_isnull);
+		DlockEndedLease lease = {
+			.token = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull)),
+			.holder = holder_isnull ? NULL : DatumGetTextPP(holder),
+			.kind = LEASE_EXCLUSIVE,
+			.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at),
+		};
 
-		dlock_report_expiry(lock_name, token, holder_isnull ? NULL : DatumGetTextPP(holder),
-							lease_until);
+		dlock_report_expiry(lock_name, &lease, lease_until);
 	}
 	return n == EXPIRY_BATCH;
 }

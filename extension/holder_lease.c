@@ -415,11 +415,14 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	else
 	{
 		Datum		holder = spi_value(0, 2, &isnull);
+		DlockEndedLease lease = {.token = *token, .holder = isnull ? NULL : DatumGetTextPP(holder)};
+		Datum		acquired_at = spi_value(0, 6, &isnull);
 
+		lease.acquired_at = isnull ? 0 : DatumGetTimestampTz(acquired_at);
+		lease.kind = dlock_lease_kind_of(DatumGetChar(spi_value(0, 4, &isnull)));
 		dlock_allow_async_release(had_xid);
 		dlock_wake_waiters(lock_name);
-		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
-						 *token, false, isnull ? NULL : DatumGetTextPP(holder));
+		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &lease);
 	}
 	return true;
 }
@@ -860,10 +863,12 @@ end_expired_lease(text *lock_name, DlockRow *row)
 	reported = dlock_execute(PLAN_EXPIRY_FORGET_ONE, values, NULL, 0) > 0;
 	SPI_finish();
 	if (!reported)
-		dlock_report_expiry(lock_name, DatumGetInt64(row->values[Anum_fencing_seq - 1]),
-							row->nulls[Anum_holder - 1] ? NULL :
-							DatumGetTextPP(row->values[Anum_holder - 1]),
+	{
+		DlockEndedLease lease = dlock_row_ended_lease(row);
+
+		dlock_report_expiry(lock_name, &lease,
 							DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
+	}
 	row->nulls[Anum_owner_token - 1] = true;
 }
 
@@ -974,6 +979,63 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	}
 	if (!attempt->acquired)
 		dlock_kind_unlock(args->lock_name, kind_lock_mode(args->kind));
+}
+
+/*
+ * dlock.downgrade (downgrade.c), before it ends the exclusive lease of
+ * lock_name: take the kind lock a reader's grant takes, before the name's
+ * row as a reader does. Kept to the end of the transaction when the
+ * downgrade goes on (dlock_holder_grant_downgraded); given back by
+ * dlock_holder_downgrade_refused when there was nothing to downgrade.
+ */
+void
+dlock_holder_downgrade_begin(text *lock_name)
+{
+	LockAcquireResult result;
+	bool		waited;
+
+	(void) take_kind_lock(lock_name, kind_lock_mode(KIND_SHARED), 0, &result, &waited);
+}
+
+void
+dlock_holder_downgrade_refused(text *lock_name)
+{
+	dlock_kind_unlock(lock_name, kind_lock_mode(KIND_SHARED));
+}
+
+/*
+ * The second half of dlock.downgrade: grant owner a shared lease of
+ * lock_name until "until" (the end of the exclusive lease it replaces,
+ * which this transaction just ended). Nothing else can be live on the name:
+ * the exclusive lease was, and this transaction holds the kind lock and the
+ * name's row. The lease gets a token of its own, above the exclusive one.
+ */
+HeapTuple
+dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
+							  TimestampTz until, TupleDesc tupdesc, MemoryContext cxt)
+{
+	HolderArgs	args = {.kind = KIND_SHARED, .lock_name = lock_name, .owner = owner,
+	.holder = holder};
+	HolderAttempt attempt = {0};
+	DlockOwnerScope scope;
+	TimestampTz now = GetCurrentTimestamp();
+	HolderState st;
+	HolderSlot	slot;
+
+	args.ttl_usecs = Max(until - now, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_owner_scope_begin(&scope);
+	read_holder_state(&args, now, &st);
+	if (!lock_free_slot(&args, &st, now, &slot))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("shared lock \"%s\" has no free slot for the downgraded lease",
+						text_to_cstring(lock_name))));
+	write_holder_grant(&args, &st, &slot, now, tupdesc, cxt, &attempt);
+	dlock_owner_scope_end(&scope);
+	SPI_finish();
+	return attempt.lease;
 }
 
 /*
@@ -1092,7 +1154,8 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 				break;
 			waited_usecs = dlock_usecs_since(started);
 		}
-		dlock_wait_finish(attempt.acquired, 0, dlock_usecs_since(started), InvalidTransactionId);
+		dlock_wait_finish(attempt.acquired, dlock_lease_kind_of(kind), 0,
+						  dlock_usecs_since(started), InvalidTransactionId);
 	}
 	PG_FINALLY();
 	{

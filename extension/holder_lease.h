@@ -28,5 +28,10 @@ extern void dlock_holders_attempt_done(bool acquired);
 extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 								TimestampTz *lease_until);
 extern bool dlock_holder_holds(text *lock_name, int64 token);
+extern void dlock_holder_downgrade_begin(text *lock_name);
+extern void dlock_holder_downgrade_refused(text *lock_name);
+extern HeapTuple dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
+											   TimestampTz until, TupleDesc tupdesc,
+											   MemoryContext cxt);
 
 #endif							/* DLOCK_HOLDER_LEASE_H */

@@ -732,7 +732,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			}
 			waited_usecs = dlock_usecs_since(started);
 		}
-		dlock_wait_finish(attempt.acquired,
+		dlock_wait_finish(attempt.acquired, LEASE_EXCLUSIVE,
 						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
 						  dlock_usecs_since(started), handed_by);
 	}
@@ -757,14 +757,16 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 /*
  * Change this owner's live lease of lock_name: extend it by ttl_usecs from
- * now (renew) or end it now (ttl_usecs 0, release). Decided on the newest
+ * now (renew), end it now (ttl_usecs 0, release), or end it for a
+ * downgrade (dlock_lease_end_for_downgrade). Decided on the newest
  * committed version of the row with one clock reading; when another
  * transaction holds the row (a holds() pin, a concurrent renew), waits for
  * it without holding anything and decides again on the row as it is then.
  * On success row holds the new version.
  */
 static bool
-change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *row)
+change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool downgrade,
+				 DlockRow *row)
 {
 	DlockRows	rows;
 	bool		changed = false;
@@ -780,6 +782,8 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 		/* live, and the policies allow it (lease_policy.c) */
 		if (!dlock_policy_may_change(&rows, row, now, ttl_usecs))
 			break;
+		if (downgrade)
+			dlock_policy_check_downgrade(&rows, row, lock_name);
 
 		switch (dlock_row_lock(&rows, row, LockTupleNoKeyExclusive))
 		{
@@ -792,6 +796,16 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 				continue;
 		}
 
+		if (downgrade)
+		{
+			/* a holder of the name is coming: exclusive grants must check */
+			dlock_row_set_exclusive_only(&rows, row, false);
+			row->nulls[Anum_owner_token - 1] = true;
+			row->values[Anum_updated_at - 1] = TimestampTzGetDatum(now);
+			dlock_row_update(&rows, row);
+			changed = true;
+			break;
+		}
 		dlock_policy_change(&rows, row, now, ttl_usecs);
 		if (ttl_usecs > 0)
 			row->values[Anum_renewals - 1] =
@@ -811,6 +825,20 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, DlockRow *r
 }
 
 /*
+ * For dlock.downgrade (downgrade.c), which grants the owner a shared lease
+ * in the same transaction: end owner's live exclusive lease of lock_name
+ * like a release, but hand it to no waiter, keep its lease_until in row
+ * (when it would have ended), and clear the exclusive_only mark. A lease
+ * with a policy a shared lease cannot keep is refused (lease_policy.c).
+ * False when owner holds no live exclusive lease of the name.
+ */
+bool
+dlock_lease_end_for_downgrade(text *lock_name, pg_uuid_t *owner, DlockRow *row)
+{
+	return change_own_lease(lock_name, owner, 0, true, row);
+}
+
+/*
  * dlock.renew(lock_name, owner_token, ttl) returns timestamptz
  *
  * Extends a live lease of this owner. An expired lease is gone, even if
@@ -827,7 +855,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	dlock_require_arg(fcinfo, 1, "owner_token");
 	ttl_usecs = dlock_arg_ttl(fcinfo, 2);
 
-	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, &row))
+	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), ttl_usecs, false, &row))
 	{
 		TimestampTz holder_until;
 
@@ -856,10 +884,11 @@ dlock_release(PG_FUNCTION_ARGS)
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
 	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
 	DlockRow	row;
+	DlockEndedLease ended;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
 
-	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, &row))
+	if (!change_own_lease(lock_name, PG_GETARG_UUID_P(1), 0, false, &row))
 	{
 		/* or a shared lease or permit of this owner */
 		if (dlock_holder_change(lock_name, PG_GETARG_UUID_P(1), 0, NULL))
@@ -870,9 +899,7 @@ dlock_release(PG_FUNCTION_ARGS)
 	dlock_allow_async_release(had_xid);
 	/* the longest waiter gets the lease in this transaction's commit */
 	dlock_hand_off_at_commit(lock_name);
-	dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL,
-					 DatumGetInt64(row.values[Anum_fencing_seq - 1]), false,
-					 row.nulls[Anum_holder - 1] ? NULL :
-					 DatumGetTextPP(row.values[Anum_holder - 1]));
+	ended = dlock_row_ended_lease(&row);
+	dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &ended);
 	PG_RETURN_BOOL(true);
 }

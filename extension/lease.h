@@ -12,8 +12,10 @@
 #define DLOCK_LEASE_H
 
 #include "dlock.h"
+#include "lock_row.h"
 
 /* lease.c */
 extern void dlock_hand_off(text *lock_name);
+extern bool dlock_lease_end_for_downgrade(text *lock_name, pg_uuid_t *owner, DlockRow *row);
 
 #endif							/* DLOCK_LEASE_H */

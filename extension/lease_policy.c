@@ -514,6 +514,37 @@ dlock_policy_check_retry(DlockRows *rows, DlockRow *row, text *lock_name,
 }
 
 /*
+ * The owner of the live lease on row turns it into a shared lease
+ * (dlock.downgrade). Shared leases carry no policy, so a lease whose policy
+ * would be lost is refused rather than silently weakened: session_bound
+ * (the shared lease would outlive the session), max_hold (renewals would no
+ * longer be capped) and min_hold (readers would get in before it ends). A
+ * lock delay only applies when a lease is lost, which a downgrade is not.
+ * Raises before anything changed.
+ */
+void
+dlock_policy_check_downgrade(DlockRows *rows, DlockRow *row, text *lock_name)
+{
+	DlockPolicyRow pr;
+	const char *policy = NULL;
+
+	read_policy_row(rows, row, &pr);
+	if (pr.session_bound)
+		policy = "session_bound";
+	else if (pr.hold_limit != 0)
+		policy = "max_hold";
+	else if (pr.min_hold_until != 0)
+		policy = "min_hold";
+	if (policy != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot downgrade the lease of lock \"%s\": it was granted with %s",
+						text_to_cstring(lock_name), policy),
+				 errdetail("Shared leases carry no lease policy; the downgrade would drop it."),
+				 errhint("Release the lease and acquire a shared lease instead.")));
+}
+
+/*
  * May this owner's lease on row be renewed (ttl_usecs > 0) or released (0)
  * now? Only a live lease: not expired, and not session-bound to a session
  * that ended. A renewal once max_hold is reached is refused and counted,

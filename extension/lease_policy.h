@@ -62,6 +62,7 @@ extern void dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 							   const DlockPolicyView *previous);
 extern void dlock_policy_check_retry(DlockRows *rows, DlockRow *row, text *lock_name,
 									 const DlockLeasePolicy *policy);
+extern void dlock_policy_check_downgrade(DlockRows *rows, DlockRow *row, text *lock_name);
 extern bool dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern void dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs);
 extern TimestampTz dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now,

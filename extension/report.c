@@ -21,6 +21,7 @@
 
 #include "dlock.h"
 #include "stats.h"
+#include "lock_row.h"
 #include "wait.h"
 #include "audit.h"
 #include "events.h"
@@ -61,37 +62,66 @@ dlock_report_grant(text *lock_name, DlockCounter kind_counter, bool taken_over,
 }
 
 /*
- * A lease of lock_name ended now (release or force release) with fencing
- * token "token" held by "holder": count it, announce it, and audit it as
- * "event" when dlock.audit is at least audit_from. The caller sees to the
- * waiters.
+ * The exclusive lease of a lock row (lock_row.c), as read before it ended.
+ */
+DlockEndedLease
+dlock_row_ended_lease(const DlockRow *row)
+{
+	DlockEndedLease lease = {
+		.token = DatumGetInt64(row->values[Anum_fencing_seq - 1]),
+		.holder = row->nulls[Anum_holder - 1] ? NULL : DatumGetTextPP(row->values[Anum_holder - 1]),
+		.kind = LEASE_EXCLUSIVE,
+		.acquired_at = row->nulls[Anum_acquired_at - 1] ? 0 :
+		DatumGetTimestampTz(row->values[Anum_acquired_at - 1]),
+	};
+
+	return lease;
+}
+
+/* Time the hold of a lease that ended at ended_at */
+static void
+observe_hold(const DlockEndedLease *lease, TimestampTz ended_at)
+{
+	if (lease->acquired_at != 0)
+		dlock_observe(HISTOGRAM_HOLD, lease->kind, ended_at - lease->acquired_at);
+}
+
+/*
+ * A lease of lock_name ended now (release, downgrade or force release):
+ * count it, time its hold, announce it, and audit it as "event" when
+ * dlock.audit is at least audit_from. The caller sees to the waiters.
  */
 void
 dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
 				 DlockAuditLevel audit_from, const char *reason,
-				 int64 token, bool token_isnull, text *holder)
+				 const DlockEndedLease *lease)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	dlock_count(counter, 1);
-	dlock_event(event, lock_name, token, holder, GetCurrentTimestamp());
+	observe_hold(lease, now);
+	dlock_event(event, lock_name, lease->token, lease->holder, now);
 	if (dlock_audit_level >= (int) audit_from)
-		dlock_report_audit(event, lock_name, token, token_isnull, holder, reason);
+		dlock_report_audit(event, lock_name, lease->token, lease->token_isnull,
+						   lease->holder, reason);
 }
 
 /*
- * A lease of lock_name with fencing token "token", held by "holder", ran
- * out at lease_until without release: announce it (once: the expiry
- * worker, or a grant that ends the lease first, calls this) and wake the
- * name's waiters.
+ * A lease of lock_name ran out at lease_until without release: time its
+ * hold, announce it (once: the expiry worker, or a grant that ends the
+ * lease first, calls this) and wake the name's waiters.
  */
 void
-dlock_report_expiry(text *lock_name, int64 token, text *holder, TimestampTz lease_until)
+dlock_report_expiry(text *lock_name, const DlockEndedLease *lease, TimestampTz lease_until)
 {
-	dlock_event("expire", lock_name, token, holder, lease_until);
+	observe_hold(lease, lease_until);
+	dlock_event("expire", lock_name, lease->token, lease->holder, lease_until);
 	dlock_wake_waiters(lock_name);
 }
 
 /*
- * dlock_report_end for each row (fencing_seq, holder) of the statement the
+ * dlock_report_end for each row (fencing_seq, holder, acquired_at, kind)
+ * of the statement the
  * caller just ran through its SPI connection: the leases it ended, one
  * exclusive lease or all the shared leases or permits of lock_name; and
  * the name's waiters are woken.
@@ -102,17 +132,24 @@ dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter
 {
 	SPITupleTable *ended = SPI_tuptable;
 	uint64		count = SPI_processed;
+	DlockEndedLease lease;
 
 	dlock_wake_waiters(lock_name);
 	for (uint64 i = 0; i < count; i++)
 	{
-		bool		token_isnull;
+		HeapTuple	row = ended->vals[i];
 		bool		holder_isnull;
-		Datum		token = SPI_getbinval(ended->vals[i], ended->tupdesc, 1, &token_isnull);
-		Datum		holder = SPI_getbinval(ended->vals[i], ended->tupdesc, 2, &holder_isnull);
+		bool		acquired_isnull;
+		bool		kind_isnull;
+		Datum		token = SPI_getbinval(row, ended->tupdesc, 1, &lease.token_isnull);
+		Datum		holder = SPI_getbinval(row, ended->tupdesc, 2, &holder_isnull);
+		Datum		acquired_at = SPI_getbinval(row, ended->tupdesc, 3, &acquired_isnull);
+		Datum		kind = SPI_getbinval(row, ended->tupdesc, 4, &kind_isnull);
 
-		dlock_report_end(lock_name, event, counter, audit_from, reason,
-						 token_isnull ? 0 : DatumGetInt64(token), token_isnull,
-						 holder_isnull ? NULL : DatumGetTextPP(holder));
+		lease.token = lease.token_isnull ? 0 : DatumGetInt64(token);
+		lease.holder = holder_isnull ? NULL : DatumGetTextPP(holder);
+		lease.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at);
+		lease.kind = dlock_lease_kind_of(kind_isnull ? 'e' : DatumGetChar(kind));
+		dlock_report_end(lock_name, event, counter, audit_from, reason, &lease);
 	}
 }

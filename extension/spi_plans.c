@@ -80,7 +80,7 @@ typedef struct DlockPlanDef
 	" updated_at = pg_catalog.clock_timestamp()" \
 	" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL" \
 	"   AND " live \
-	" RETURNING l.fencing_seq, l.holder"
+	" RETURNING l.fencing_seq, l.holder, l.acquired_at, 'e'::\"char\""
 
 /* the lease functions' own decision on a lock row l (lease_policy.c), from 1.2 on */
 #define POLICY_STATE_SQL \
@@ -146,7 +146,7 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 	 */
 	[PLAN_EXPIRY_REPORT] = {
 		"WITH expired AS ("
-		"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until"
+		"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until, l.acquired_at"
 		"    FROM dlock.distributed_lock l"
 		"    LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
 		"   WHERE l.owner_token IS NOT NULL"
@@ -158,7 +158,7 @@ static const DlockPlanDef plan_defs[FIRST_KIND_PLAN] = {
 		"  INSERT INTO dlock.expiry_reported AS r (lock_name, fencing_token)"
 		"  SELECT e.lock_name, e.fencing_seq FROM expired e"
 		"  ON CONFLICT (lock_name) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
-		") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until"
+		") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until, e.acquired_at"
 		"    FROM expired e ORDER BY e.lease_until",
 		1, {INT4OID}
 	},
@@ -288,7 +288,7 @@ static const DlockPlanDef kind_plan_defs[] = {
 		"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
 		"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
 		" WHERE h.lock_name = $1 AND h.slot = $2"
-		" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot",
+		" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot, h.acquired_at",
 		5, {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID}
 	},
 	[PLAN_HOLDER_PIN - FIRST_KIND_PLAN] = {
@@ -325,7 +325,7 @@ static const DlockPlanDef kind_plan_defs[] = {
 		"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()"
 		" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
 		"   AND h.lease_until > pg_catalog.clock_timestamp()"
-		" RETURNING h.fencing_seq, h.holder",
+		" RETURNING h.fencing_seq, h.holder, h.acquired_at, h.kind",
 		1, {TEXTOID}
 	},
 	/* multi_lock.c: is a name of the set held by another owner, in any kind? */

@@ -42,7 +42,26 @@ typedef enum DlockCounter
 	NUM_DLOCK_COUNTERS
 } DlockCounter;
 
+/* The kinds of lease, for the histograms */
+typedef enum DlockLeaseKind
+{
+	LEASE_EXCLUSIVE,
+	LEASE_SHARED,
+	LEASE_PERMIT,
+	NUM_LEASE_KINDS
+} DlockLeaseKind;
+
+/* What the histograms time: from the call to the grant, from grant to end */
+typedef enum DlockHistogram
+{
+	HISTOGRAM_WAIT,
+	HISTOGRAM_HOLD,
+	NUM_DLOCK_HISTOGRAMS
+} DlockHistogram;
+
 extern void dlock_count(DlockCounter counter, uint64 amount);
+extern DlockLeaseKind dlock_lease_kind_of(char holder_kind);
+extern void dlock_observe(DlockHistogram histogram, DlockLeaseKind kind, int64 usecs);
 extern void dlock_stats_reset_counters(void);
 extern Size dlock_stats_shmem_size(void);
 extern void dlock_stats_shmem_init(void);

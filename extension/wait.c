@@ -100,6 +100,8 @@
 #include "stats.h"
 #include "wait.h"
 
+PG_FUNCTION_INFO_V1(dlock_waiters);
+
 #define WAIT_SLOTS 1024
 
 /* A lock name and a holder in bytes, at most */
@@ -519,6 +521,36 @@ dlock_wait_queued_ahead(text *lock_name)
 }
 
 /*
+ * dlock.waiters(lock_name) returns integer
+ *
+ * How many sessions wait for lock_name in the queue of this database, of
+ * every kind; NULL without shared memory (pg_dlock not preloaded), where
+ * waiters poll and are queued nowhere. A snapshot: the queue changes as
+ * soon as the mutex is released.
+ */
+Datum
+dlock_waiters(PG_FUNCTION_ARGS)
+{
+	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash;
+	WaitQueue  *q;
+	int32		count = 0;
+
+	if (wait_shared == NULL)
+		PG_RETURN_NULL();
+	hash = name_hash(name, len);
+	q = queue_of(hash);
+	SpinLockAcquire(&q->mutex);
+	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		if (waits_for(&wait_shared->waiters[i], hash, name, len))
+			count++;
+	SpinLockRelease(&q->mutex);
+	PG_RETURN_INT32(count);
+}
+
+/*
  * Start a dlock.acquire call that may wait up to wait_usecs, for a lease of
  * ttl_usecs for owner (holder may be NULL). With shared memory and a non-zero
  * wait, this joins lock_name's queue, before the first attempt, so that a
@@ -851,7 +883,8 @@ drop_pending(int from)
 }
 
 /*
- * The call is over (acquired or given up); count the wait if there was one.
+ * The call is over (acquired or given up); count the wait if there was one,
+ * and time it when it ended with a grant of a lease of this kind.
  * A waiter that got the lock, a lease expiring at lease_until, leaves its
  * queue and hands that expiry to the waiter behind it, which is woken to
  * attempt only if this transaction rolls back. handed_by is the transaction
@@ -859,8 +892,8 @@ drop_pending(int from)
  * so it abandons the lease instead.
  */
 void
-dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs,
-				  TransactionId handed_by)
+dlock_wait_finish(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
+				  int64 waited_usecs, TransactionId handed_by)
 {
 	if (me != NULL && acquired)
 	{
@@ -877,6 +910,8 @@ dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs,
 	{
 		dlock_count(STAT_WAITS, 1);
 		dlock_count(STAT_WAIT_USECS, (uint64) waited_usecs);
+		if (acquired)
+			dlock_observe(HISTOGRAM_WAIT, kind, waited_usecs);
 	}
 }
 

@@ -12,6 +12,7 @@
 #define DLOCK_WAIT_H
 
 #include "dlock.h"
+#include "stats.h"
 
 /* wait.c */
 
@@ -34,8 +35,8 @@ extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
 extern TransactionId dlock_wait_offer(void);
 extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);
 extern void dlock_wait_offer_settled(void);
-extern void dlock_wait_finish(bool acquired, TimestampTz lease_until, int64 waited_usecs,
-							  TransactionId handed_by);
+extern void dlock_wait_finish(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
+							  int64 waited_usecs, TransactionId handed_by);
 extern void dlock_wait_leave(void);
 extern void dlock_wake_waiters(text *lock_name);
 extern void dlock_hand_off_at_commit(text *lock_name);

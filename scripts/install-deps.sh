@@ -13,6 +13,8 @@ faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
+# docs/postgres_exporter.yaml is read by a real exporter (tests/suites/28-exporter.sh)
+monitoring=(prometheus-postgres-exporter curl)
 # The Debian packages (debian/, tests/suites/95-debian-package.sh): pg_buildext
 # comes with postgresql-server-dev-all, dh with debhelper.
 debian=(postgresql-server-dev-all debhelper dpkg-dev fakeroot pkg-config man-db)
@@ -23,7 +25,7 @@ client) wanted=("${core[@]}" "${client[@]}") ;;
 bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
 ha) wanted=("${core[@]}" "${client[@]}" "${ha[@]}") ;;
 debian) wanted=("${core[@]}" "${client[@]}" "${debian[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}" "${debian[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}" "${debian[@]}" "${monitoring[@]}") ;;
 *) echo "usage: $0 [core|client|bench|ha|debian|all]" >&2; exit 2 ;;
 esac
 

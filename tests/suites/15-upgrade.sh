@@ -115,6 +115,37 @@ after_shared_1_1=$(in_db $from_db -c "SELECT exclusive_only FROM dlock.distribut
 check "the shared lease clears the mark and keeps the writer out" test "$(echo $after_shared_1_1)" = "f t"
 psql -X -q -d postgres -c "DROP DATABASE $from_db" -c "DROP ROLE $grantee"
 
+# --- a database at 1.2 (the previous release) ---------------------------
+from_db=dlock_upgrade_from_1_2
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
+in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.2'"
+held_1_2=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.2', '1 hour', '$owner', 'upgrade-test')")
+reader_1_2=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:read-1.2', '1 hour', '$owner')")
+in_db $from_db -c "REVOKE EXECUTE ON FUNCTION dlock.try_acquire_shared(text, interval, uuid, text) FROM PUBLIC"
+# the new library on the 1.2 schema: force release returns more columns, the
+# views have no waiters column
+forced_1_2=$(in_db $from_db -c "SELECT dlock.try_acquire('upgrade:forced-1.2', '1 hour')" \
+	-c "SELECT dlock.force_release('upgrade:forced-1.2', 'upgrade test')" | tail -n 1)
+check "the new library serves a database still at 1.2 (force release works)" test "$forced_1_2" = t
+locks_1_2=$(in_db $from_db -c "SELECT count(*) FROM dlock.locks WHERE state = 'held'")
+check "dlock.locks of a database still at 1.2 works with the new library" test "$locks_1_2" = 2
+in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+version_1_2=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.2 to $current_version" test "$version_1_2" = "$current_version"
+renewed_1_2=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.2', '$owner', '1 hour') IS NOT NULL AND dlock.renew('upgrade:read-1.2', '$owner', '1 hour') IS NOT NULL")
+check "an exclusive and a shared lease granted under 1.2 are still held after the update" test "$renewed_1_2" = t
+waiters_1_2=$(in_db $from_db -c "SELECT count(*) FILTER (WHERE waiters = 0) FROM dlock.locks WHERE lock_name LIKE 'upgrade:%-1.2'")
+check "after the update dlock.locks has the waiters column" test "$waiters_1_2" = 3
+downgraded_1_2=$(in_db $from_db -c "SELECT fencing_token > $held_1_2 FROM dlock.downgrade('upgrade:held-1.2', '$owner')")
+check "a lease granted under 1.2 is downgraded after the update, to a higher token" test "$downgraded_1_2" = t
+holds_1_2=$(in_db $from_db -c "SELECT dlock.holds('upgrade:held-1.2', $held_1_2)")
+check "its exclusive token is no longer held" test "$holds_1_2" = f
+acl_1_2=$(in_db $from_db -c "SELECT has_function_privilege('public', 'dlock.try_acquire_shared(text, interval, uuid, text)', 'EXECUTE')")
+check "a grant revoked under 1.2 stays revoked" test "$acl_1_2" = f
+histograms_1_2=$(in_db $from_db -c "SELECT count(*) FROM dlock.hold_histogram()")
+check "the histograms exist after the update (48 rows)" test "$histograms_1_2" = 48
+psql -X -q -d postgres -c "DROP DATABASE $from_db"
+
 # --- the regress suite on an updated database ----------------------------
 run_regress() {
 	local db=$1 out=$2

@@ -27,8 +27,14 @@ for name, entry in spec.items():
             print(f"{name}: metric {column} is not a column of the query")
             bad += 1
             continue
+        label = metric[column].get("usage") == "LABEL"
         for row in rows:
             value = row[header.index(column)]
+            if label:
+                if not value:
+                    print(f"{name}: label {column} is empty")
+                    bad += 1
+                continue
             try:
                 float(value)
             except ValueError:
@@ -47,5 +53,42 @@ sed 's/- lock_rows: {usage: GAUGE/- lock_rowz: {usage: GAUGE/' docs/postgres_exp
 fails_quietly() { ! "$@" >/dev/null; }
 check "negative control: a metric the query does not return is caught" fails_quietly check_yaml "$broken"
 rm -f "$broken"
-psql -X -q -c "DELETE FROM dlock.distributed_lock WHERE lock_name = 'exporter:held'" >/dev/null
+# --- through a real postgres_exporter (Debian's prometheus-postgres-exporter) ---
+# A wait and a hold of known length first, so that the histograms have counts.
+psql -X -q -c "SELECT dlock.stats_reset()" >/dev/null
+psql -X -q -At -c "SELECT dlock.try_acquire('exporter:hold', '1 minute', '00000000-0000-0000-0000-0000000000e1')" >/dev/null
+psql -X -q -At -c "SELECT pg_sleep(0.3)" >/dev/null
+psql -X -q -At -c "SELECT dlock.release('exporter:hold', '00000000-0000-0000-0000-0000000000e1')" >/dev/null
+exporter=/usr/bin/prometheus-postgres-exporter
+if [ -x "$exporter" ]; then
+	. tests/lib/ports.sh
+	port=$(free_ports 1)
+	log=$(mktemp)
+	DATA_SOURCE_NAME="host=${PGHOST:-localhost} port=${PGPORT:-5432} user=${PGUSER:-postgres} dbname=${PGDATABASE:-postgres} sslmode=disable" \
+		"$exporter" --web.listen-address="127.0.0.1:$port" --extend.query-path=docs/postgres_exporter.yaml \
+		--disable-default-metrics --disable-settings-metrics >"$log" 2>&1 &
+	exporter_pid=$!
+	metrics=
+	for _ in $(seq 1 100); do
+		metrics=$(curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null) && [ -n "$metrics" ] && break
+		sleep 0.1
+	done
+	kill "$exporter_pid" 2>/dev/null
+	wait "$exporter_pid" 2>/dev/null
+	bucket_series() { grep -E "^$1\\{" <<<"$metrics" | grep "kind=\"$2\"" | grep "le=\"$3\"" | awk '{ print $NF }'; }
+	check "postgres_exporter serves the hold histogram: one exclusive hold within 1 s" \
+		test "$(bucket_series dlock_hold_histogram_holds exclusive 1)" = 1
+	check "postgres_exporter: no exclusive hold within 0.1 s" \
+		test "$(bucket_series dlock_hold_histogram_holds exclusive 0.1)" = 0
+	check "postgres_exporter: the +Inf bucket counts every hold" \
+		test "$(bucket_series dlock_hold_histogram_holds exclusive +Inf)" = 1
+	check "postgres_exporter serves the wait histogram, 16 buckets per kind" \
+		test "$(grep -cE '^dlock_wait_histogram_waits\{.*kind="shared"' <<<"$metrics")" = 16
+	check "postgres_exporter serves the waiters gauge" grep -qE '^dlock_waiters_waiters(\{.*\})? 0$' <<<"$metrics"
+	[ "$failed" -eq 0 ] || { head -n 20 "$log"; grep '^dlock_' <<<"$metrics" | head -n 20; }
+	rm -f "$log"
+else
+	check "postgres_exporter is installed (scripts/install-deps.sh installs it)" false
+fi
+psql -X -q -c "DELETE FROM dlock.distributed_lock WHERE lock_name LIKE 'exporter:%'" >/dev/null
 finish
