@@ -197,7 +197,12 @@ dlock_catalog(void)
 	if (!OidIsValid(catalog.floor_table))
 		catalog_missing("table \"token_floor\"");
 
-	rel = table_open(catalog.lock_table, AccessShareLock);
+	rel = try_table_open(catalog.lock_table, AccessShareLock);
+	if (rel == NULL)
+	{
+		/* dropped while we waited for its lock: look the extension up again */
+		return dlock_catalog();
+	}
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		RelationGetDescr(rel)->natts < DLOCK_LOCK_NATTS)
 		catalog_missing("table \"distributed_lock\" as a heap table with its columns");
@@ -216,6 +221,29 @@ dlock_catalog(void)
 
 	catalog_valid = true;
 	return &catalog;
+}
+
+/*
+ * Open one of the extension's tables by the OID the catalog found. The OID
+ * is stale when a DROP EXTENSION committed while this backend waited for
+ * the table's lock (the wait took in its invalidation): then the extension
+ * is looked up again, which reports it gone (55000), rather than failing on
+ * the dropped OID with an internal error.
+ */
+Relation
+dlock_table_open(Oid relid, LOCKMODE mode)
+{
+	Relation	rel = try_table_open(relid, mode);
+
+	if (rel == NULL)
+	{
+		(void) dlock_catalog();
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a table of extension \"pg_dlock\" was dropped while this call waited for it"),
+				 errhint("Call it again.")));
+	}
+	return rel;
 }
 
 /*

@@ -51,6 +51,7 @@ extern bool dlock_floor_lock_shared(void);
 extern bool dlock_floor_lock_exclusive(void);
 extern bool dlock_new_name_lock(uint64 hash, bool wait);
 extern void dlock_new_name_unlock(uint64 hash);
+extern Relation dlock_table_open(Oid relid, LOCKMODE mode);
 extern LockAcquireResult dlock_kind_lock(text *lock_name, LOCKMODE mode, bool wait);
 extern void dlock_kind_unlock(text *lock_name, LOCKMODE mode);
 

@@ -205,7 +205,7 @@ static void
 scan_name_rows(Oid relid, text *lock_name, void (*fn) (HeapTuple tuple, TupleDesc desc, void *arg),
 			   void *arg)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
+	Relation	rel = dlock_table_open(relid, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	ScanKeyData key;
 	SysScanDesc scan;

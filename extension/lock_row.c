@@ -77,7 +77,7 @@ dlock_rows_open(DlockRows *rows)
 	{
 		/* dropped since it was cached: look it up again */
 		cat = dlock_catalog();
-		rows->rel = table_open(cat->lock_table, RowExclusiveLock);
+		rows->rel = dlock_table_open(cat->lock_table, RowExclusiveLock);
 	}
 	/* opening it took in the invalidations: the catalog as it is now */
 	cat = dlock_catalog();
@@ -470,7 +470,7 @@ dlock_row_insert(DlockRows *rows, DlockRow *row)
 int64
 dlock_token_floor(void)
 {
-	Relation	rel = table_open(dlock_catalog()->floor_table, AccessShareLock);
+	Relation	rel = dlock_table_open(dlock_catalog()->floor_table, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
