@@ -643,6 +643,18 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
 				 errhint("Change the number of permits with dlock.resize_semaphore().")));
 }
 
+/* Columns of PLAN_NAME_AND_HOLDERS (spi_plans.c) */
+#define NAME_COL_FOUND		1
+#define NAME_COL_SEQ		2
+#define NAME_COL_TIMELINE	3
+#define NAME_COL_SYSTEM		4
+#define SLOT_COL_NUMBER		5
+#define SLOT_COL_KIND		6
+#define SLOT_COL_PERMITS	7
+#define SLOT_COL_OWNER		8
+#define SLOT_COL_UNTIL		9
+#define SLOT_COL_LIVE		10
+
 /*
  * Read the name's exclusive token and its holder slots at clock reading
  * now, in one statement, into st (copied: the caller runs other statements
@@ -662,20 +674,20 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 	memset(st, 0, sizeof(*st));
 	if (nrows > 0)
 	{
-		(void) spi_value(0, 1, &isnull);
+		(void) spi_value(0, NAME_COL_FOUND, &isnull);
 		st->name_exists = !isnull;
 	}
 	/* the exclusive side was decided by name_admits_holders */
 	if (st->name_exists)
 	{
-		st->name_seq = DatumGetInt64(spi_value(0, 4, &isnull));
-		st->name_timeline = DatumGetInt32(spi_value(0, 5, &isnull));
-		st->name_system = DatumGetInt64(spi_value(0, 6, &isnull));
+		st->name_seq = DatumGetInt64(spi_value(0, NAME_COL_SEQ, &isnull));
+		st->name_timeline = DatumGetInt32(spi_value(0, NAME_COL_TIMELINE, &isnull));
+		st->name_system = DatumGetInt64(spi_value(0, NAME_COL_SYSTEM, &isnull));
 	}
 	st->slots = palloc(sizeof(SlotState) * (nrows + 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		Datum		number = spi_value(i, 7, &isnull);
+		Datum		number = spi_value(i, SLOT_COL_NUMBER, &isnull);
 		SlotState  *slot = &st->slots[st->nslots];
 		bool		permits_null;
 		Datum		permits;
@@ -684,19 +696,19 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 		if (isnull)
 			continue;			/* the name has no slot */
 		slot->number = DatumGetInt32(number);
-		slot->live = DatumGetBool(spi_value(i, 12, &isnull));
+		slot->live = DatumGetBool(spi_value(i, SLOT_COL_LIVE, &isnull));
 		st->max_slot = Max(st->max_slot, slot->number);
 		st->nslots++;
 		if (!slot->live)
 			continue;
 		st->nlive++;
-		permits = spi_value(i, 9, &permits_null);
-		check_live_slot(args, DatumGetChar(spi_value(i, 8, &isnull)), permits_null,
+		permits = spi_value(i, SLOT_COL_PERMITS, &permits_null);
+		check_live_slot(args, DatumGetChar(spi_value(i, SLOT_COL_KIND, &isnull)), permits_null,
 						permits_null ? 0 : DatumGetInt32(permits));
-		until = DatumGetTimestampTz(spi_value(i, 11, &isnull));
+		until = DatumGetTimestampTz(spi_value(i, SLOT_COL_UNTIL, &isnull));
 		if (st->first_expiry == 0 || until < st->first_expiry)
 			st->first_expiry = until;
-		if (memcmp(DatumGetUUIDP(spi_value(i, 10, &isnull)), args->owner, UUID_LEN) == 0)
+		if (memcmp(DatumGetUUIDP(spi_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
 			st->own_live = true;
 	}
 }

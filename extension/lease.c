@@ -109,12 +109,14 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
  * ALTER EXTENSION pg_dlock UPDATE).
  */
 static void
-set_grant_system(DlockRow *row, int natts)
+set_grant_system(const DlockRows *rows, DlockRow *row)
 {
-	if (natts < Anum_grant_system)
+	AttrNumber	att = rows->columns.grant_system;
+
+	if (att == InvalidAttrNumber)
 		return;
-	row->values[Anum_grant_system - 1] = Int64GetDatum((int64) GetSystemIdentifier());
-	row->nulls[Anum_grant_system - 1] = false;
+	row->values[att - 1] = Int64GetDatum((int64) GetSystemIdentifier());
+	row->nulls[att - 1] = false;
 }
 
 /*
@@ -195,8 +197,9 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timelin
 {
 	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
 	int32		grant_timeline = DatumGetInt32(row->values[Anum_grant_timeline - 1]);
-	int64		grant_system = rows->natts >= Anum_grant_system ?
-		DatumGetInt64(row->values[Anum_grant_system - 1]) : 0;
+	AttrNumber	system_att = rows->columns.grant_system;
+	int64		grant_system = system_att != InvalidAttrNumber ?
+		DatumGetInt64(row->values[system_att - 1]) : 0;
 
 	return dlock_next_token(Max(token, holder_token), grant_timeline, grant_system, timeline);
 }
@@ -217,7 +220,7 @@ set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, Timestamp
 	row->values[Anum_fencing_seq - 1] =
 		Int64GetDatum(row_next_token(rows, row, holder_token, timeline));
 	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
-	set_grant_system(row, rows->natts);
+	set_grant_system(rows, row);
 	row->values[Anum_acquisitions - 1] =
 		Int64GetDatum(DatumGetInt64(row->values[Anum_acquisitions - 1]) + 1);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
@@ -313,7 +316,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
-	set_grant_system(row, tupdesc->natts);
+	set_grant_system(rows, row);
 	/* the caller checked dlock.lock_holder, or the exclusive_only mark */
 	dlock_row_set_exclusive_only(rows, row, true);
 	dlock_policy_grant(rows, row, args->lock_name, &args->policy, now, NULL);

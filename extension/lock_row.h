@@ -17,7 +17,10 @@
 /* lock_row.c: one row of dlock.distributed_lock, without the executor */
 /* columns of dlock.distributed_lock in 1.0; 1.1 adds grant_system */
 #define DLOCK_LOCK_NATTS 12
-/* attribute numbers of dlock.distributed_lock (sql/pg_dlock--1.0.sql, grant_system from 1.1) */
+/*
+ * attribute numbers of the 1.0 columns of dlock.distributed_lock
+ * (sql/pg_dlock--1.0.sql); later ones are found by name (DlockLockColumns)
+ */
 #define Anum_lock_name			1
 #define Anum_owner_token		2
 #define Anum_fencing_seq		3
@@ -30,7 +33,6 @@
 #define Anum_takeovers			10
 #define Anum_taken_over			11
 #define Anum_grant_timeline		12
-#define Anum_grant_system		13
 
 typedef struct DlockRows
 {

@@ -240,18 +240,18 @@ static const DlockPlanDef kind_plan_defs[] = {
 		2, {TEXTOID, UUIDOID}
 	},
 	/*
-	 * The name's exclusive lease (columns 1-6; found is NULL without a row)
-	 * and its holder slots (7-12), one row per slot, or one row with NULL
-	 * slot columns when it has none.
+	 * The name's last exclusive token and its generation (columns 1-4;
+	 * found is NULL without a row) and its holder slots (5-10), one row per
+	 * slot, or one row with NULL slot columns when it has none; read by
+	 * holder_lease.c, read_holder_state (NAME_COL_* and SLOT_COL_*).
 	 */
 	[PLAN_NAME_AND_HOLDERS - FIRST_KIND_PLAN] = {
-		"SELECT n.found, n.live, n.lease_until, n.fencing_seq, n.grant_timeline, n.grant_system,"
+		"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system,"
 		"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
 		"       h.owner_token IS NOT NULL AND h.lease_until > $2"
 		"  FROM (SELECT 1) v"
 		"  LEFT JOIN LATERAL ("
-		"    SELECT true AS found, l.owner_token IS NOT NULL AND l.lease_until > $2 AS live,"
-		"           l.lease_until, l.fencing_seq, l.grant_timeline, l.grant_system"
+		"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system"
 		"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true"
 		"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1"
 		" ORDER BY h.slot",
