@@ -1129,53 +1129,58 @@ try_acquire_holder(FunctionCallInfo fcinfo, char kind)
 	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
 }
 
+/* A holder acquire call as the shared wait loop runs it (wait.c) */
+typedef struct HolderWait
+{
+	const HolderArgs *args;
+	TupleDesc	tupdesc;
+	MemoryContext cxt;
+	TimestampTz deadline;
+	HolderAttempt attempt;
+} HolderWait;
+
+static bool
+holder_attempt(void *arg, TimestampTz *busy_until)
+{
+	HolderWait *wait = arg;
+
+	attempt_holder(wait->args, wait->tupdesc, wait->cxt, wait->deadline, &wait->attempt);
+	*busy_until = wait->attempt.busy_until;
+	return wait->attempt.acquired;
+}
+
 /*
  * acquire_shared and acquire_permit: wait in the name's queue (wait.c), as
  * dlock.acquire does, without holding a row lock or transaction ID between
- * attempts. A grant hands the next waiter no expiry to sleep to: it may be
- * another reader, which can be granted at once.
+ * attempts.
  */
 static Datum
 acquire_holder(FunctionCallInfo fcinfo, char kind)
 {
 	HolderArgs	args;
-	HolderAttempt attempt;
-	TupleDesc	tupdesc;
-	MemoryContext cxt = CurrentMemoryContext;
+	HolderWait	wait;
+	DlockWaitCall call = {0};
 	int64		wait_usecs;
-	TimestampTz deadline;
-	instr_time	started;
 
 	wait_usecs = holder_args(fcinfo, kind, true, &args);
-	tupdesc = holder_tupdesc(fcinfo);
+	wait.args = &args;
+	wait.tupdesc = holder_tupdesc(fcinfo);
+	wait.cxt = CurrentMemoryContext;
+	wait.deadline = dlock_wait_deadline(wait_usecs);
+	wait.attempt.acquired = false;
+	wait.attempt.busy_until = 0;
 
-	INSTR_TIME_SET_CURRENT(started);
-	deadline = dlock_wait_deadline(wait_usecs);
-	attempt.acquired = false;
-	attempt.busy_until = 0;
-
-	PG_TRY();
-	{
-		int64		waited_usecs = 0;
-
-		dlock_wait_prepare(args.lock_name, wait_usecs, NULL, 0, NULL);
-		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
-		{
-			attempt_holder(&args, tupdesc, cxt, deadline, &attempt);
-			if (attempt.acquired)
-				break;
-			waited_usecs = dlock_usecs_since(started);
-		}
-		dlock_wait_finish(attempt.acquired, dlock_lease_kind_of(kind), 0,
-						  dlock_usecs_since(started), InvalidTransactionId);
-	}
-	PG_FINALLY();
-	{
-		dlock_wait_leave();
-	}
-	PG_END_TRY();
-
-	if (!attempt.acquired)
+	/*
+	 * Never handed a lease by a release (no owner given), and a grant hands
+	 * the next waiter no expiry to sleep to: it may be another reader, which
+	 * can be granted at once.
+	 */
+	call.lock_name = args.lock_name;
+	call.wait_usecs = wait_usecs;
+	call.kind = dlock_lease_kind_of(kind);
+	call.attempt = holder_attempt;
+	call.arg = &wait;
+	if (!dlock_wait_for_grant(&call))
 	{
 		count_busy(kind);
 		dlock_count(STAT_WAIT_TIMEOUTS, 1);
@@ -1187,7 +1192,7 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 						   "An exclusive lease was live, or an exclusive acquirer waited, for the whole wait." :
 						   "All permits were held for the whole wait.")));
 	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
+	PG_RETURN_DATUM(HeapTupleGetDatum(wait.attempt.lease));
 }
 
 /*

@@ -554,7 +554,8 @@ lease_expiry(HeapTuple lease, TupleDesc tupdesc)
  * offer. Reads and writes nothing: the grant is durable already. Not
  * acquired when that transaction rolled back, or its commit took longer
  * than the ttl; then the offer is settled and the caller attempts as usual. An offer taken
- * stands until dlock_wait_finish, so that an error before then abandons it.
+ * stands until the wait is over (dlock_wait_for_grant), so that an error before
+ * then abandons it.
  */
 static bool
 take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz deadline,
@@ -668,6 +669,46 @@ dlock_hand_off(text *lock_name)
 	PopActiveSnapshot();
 }
 
+/* An exclusive acquire call as the shared wait loop runs it (wait.c) */
+typedef struct ExclusiveWait
+{
+	const AcquireArgs *args;
+	TupleDesc	tupdesc;
+	MemoryContext cxt;
+	TimestampTz deadline;
+	AcquireAttempt attempt;
+} ExclusiveWait;
+
+static bool
+exclusive_attempt(void *arg, TimestampTz *busy_until)
+{
+	ExclusiveWait *wait = arg;
+
+	attempt_grant(wait->args, wait->tupdesc, wait->cxt, wait->deadline, &wait->attempt);
+	*busy_until = wait->attempt.busy_until;
+	return wait->attempt.acquired;
+}
+
+static bool
+exclusive_take_offer(void *arg, TransactionId offer, bool *granted)
+{
+	ExclusiveWait *wait = arg;
+
+	if (!take_handed_lease(wait->args, offer, wait->deadline, wait->tupdesc, wait->cxt,
+						   &wait->attempt))
+		return false;
+	*granted = wait->attempt.acquired;
+	return true;
+}
+
+static TimestampTz
+exclusive_granted_until(void *arg)
+{
+	ExclusiveWait *wait = arg;
+
+	return lease_expiry(wait->attempt.lease, wait->tupdesc);
+}
+
 /*
  * dlock.acquire(lock_name, ttl, wait, owner_token, holder) returns dlock.lease
  *
@@ -677,75 +718,35 @@ dlock_hand_off(text *lock_name)
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
 {
+	ExclusiveWait wait;
+	DlockWaitCall call = {0};
 	AcquireArgs args;
-	AcquireAttempt attempt;
-	TupleDesc	tupdesc;
-	MemoryContext cxt = CurrentMemoryContext;
 	int64		wait_usecs;
-	TimestampTz deadline;
-	instr_time	started;
 
 	acquire_args(fcinfo, 3, &args);
 	wait_usecs = dlock_arg_wait(fcinfo, 2);
 	dlock_wait_require_waitable(args.lock_name, wait_usecs);
-	tupdesc = lease_tupdesc(fcinfo);
 
-	INSTR_TIME_SET_CURRENT(started);
-	deadline = dlock_wait_deadline(wait_usecs);
-	attempt.acquired = false;
-	attempt.busy_until = 0;
+	wait.args = &args;
+	wait.tupdesc = lease_tupdesc(fcinfo);
+	wait.cxt = CurrentMemoryContext;
+	wait.deadline = dlock_wait_deadline(wait_usecs);
+	wait.attempt.acquired = false;
+	wait.attempt.busy_until = 0;
 
-	PG_TRY();
-	{
-		int64		waited_usecs = 0;
-		TransactionId handed_by = InvalidTransactionId;
+	call.lock_name = args.lock_name;
+	call.wait_usecs = wait_usecs;
+	call.kind = LEASE_EXCLUSIVE;
+	/* only a plain lease can be handed over: a release knows no options */
+	call.owner = policy_is_plain(&args.policy) ? args.owner : NULL;
+	call.ttl_usecs = args.ttl_usecs;
+	call.holder = args.holder;
+	call.attempt = exclusive_attempt;
+	call.take_offer = exclusive_take_offer;
+	call.granted_until = exclusive_granted_until;
+	call.arg = &wait;
 
-		/*
-		 * Callers already waiting for this lock go first, in arrival order;
-		 * dlock_wait_turn says when it is our turn to attempt, or when a
-		 * release has handed us the lease.
-		 */
-		dlock_wait_prepare(args.lock_name, wait_usecs,
-						   policy_is_plain(&args.policy) ? args.owner : NULL,
-						   args.ttl_usecs, args.holder);
-		while (dlock_wait_turn(attempt.busy_until, wait_usecs - waited_usecs))
-		{
-			TransactionId offer = dlock_wait_offer();
-
-			if (TransactionIdIsValid(offer))
-			{
-				/* the offer's commit outlasted our wait: give up, abandoning it */
-				if (!take_handed_lease(&args, offer, deadline, tupdesc, cxt, &attempt))
-					break;
-				if (attempt.acquired)
-				{
-					handed_by = offer;
-					break;
-				}
-			}
-			attempt_grant(&args, tupdesc, cxt, deadline, &attempt);
-			if (attempt.acquired)
-			{
-				/*
-				 * An offer made meanwhile was for the lease just taken (the
-				 * attempt found it ours): a rollback must abandon it.
-				 */
-				handed_by = dlock_wait_offer();
-				break;
-			}
-			waited_usecs = dlock_usecs_since(started);
-		}
-		dlock_wait_finish(attempt.acquired, LEASE_EXCLUSIVE,
-						  attempt.acquired ? lease_expiry(attempt.lease, tupdesc) : 0,
-						  dlock_usecs_since(started), handed_by);
-	}
-	PG_FINALLY();
-	{
-		dlock_wait_leave();
-	}
-	PG_END_TRY();
-
-	if (!attempt.acquired)
+	if (!dlock_wait_for_grant(&call))
 	{
 		dlock_count(STAT_BUSY, 1);
 		dlock_count(STAT_WAIT_TIMEOUTS, 1);
@@ -755,7 +756,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 						text_to_cstring(args.lock_name), wait_usecs / 1000),
 				 errdetail("The lock stayed taken for the whole wait: by another owner's live lease, an expired lease still pinned by dlock.holds(), a lock delay, or callers waiting ahead.")));
 	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(attempt.lease));
+	PG_RETURN_DATUM(HeapTupleGetDatum(wait.attempt.lease));
 }
 
 /*

@@ -187,7 +187,7 @@ static Waiter *me = NULL;
 
 /* State of the current dlock.acquire call */
 static uint32 seen_wakeups = 0;
-static int	turns = 0;			/* calls of dlock_wait_turn */
+static int	turns = 0;			/* calls of wait_turn */
 static bool slept = false;
 
 /*
@@ -374,7 +374,7 @@ leave_queue(TimestampTz granted_until, TransactionId taken_offer)
 
 /*
  * A backend ended by FATAL (pg_terminate_backend, a lost client) does not
- * unwind to dlock_wait_leave: leave the queue on the way out.
+ * unwind to leave_wait: leave the queue on the way out.
  */
 static void
 wait_exit_callback(int code, Datum arg)
@@ -480,8 +480,8 @@ dlock_wait_require_waitable(text *lock_name, int64 wait_usecs)
  * Microseconds since started: how long an acquire has waited so far (the
  * wait statistics and what is left of its wait).
  */
-int64
-dlock_usecs_since(instr_time started)
+static int64
+usecs_since(instr_time started)
 {
 	instr_time	elapsed;
 
@@ -555,13 +555,13 @@ dlock_waiters(PG_FUNCTION_ARGS)
  * ttl_usecs for owner (holder may be NULL). With shared memory and a non-zero
  * wait, this joins lock_name's queue, before the first attempt, so that a
  * release committed between that attempt and the first sleep still wakes
- * us; a release may then hand us the lease (dlock_wait_offer) -- unless owner
+ * us; a release may then hand us the lease (current_offer) -- unless owner
  * is NULL: a caller that wants another kind of lease or lease policies is
  * only woken. Call it inside the PG_TRY whose PG_FINALLY calls
- * dlock_wait_leave.
+ * leave_wait.
  */
-void
-dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
+static void
+prepare_wait(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
 				   int64 ttl_usecs, text *holder)
 {
 	leave_queue(0, InvalidTransactionId);	/* never left over, but be sure */
@@ -574,11 +574,11 @@ dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
 /*
  * The transaction that handed us the lease in its commit, if a release did;
  * else InvalidTransactionId. The offer stands until dlock_wait_offer_settled,
- * or until we leave the queue: with its lease (dlock_wait_finish) or
+ * or until we leave the queue: with its lease (finish_wait) or
  * without, which abandons it.
  */
-TransactionId
-dlock_wait_offer(void)
+static TransactionId
+current_offer(void)
 {
 	WaitQueue  *q;
 	TransactionId xid;
@@ -594,7 +594,7 @@ dlock_wait_offer(void)
 
 /*
  * The fencing token and expiry of the lease offered to us; call only while
- * dlock_wait_offer reports the offer.
+ * current_offer reports the offer.
  */
 void
 dlock_wait_offered_lease(int64 *token, TimestampTz *until)
@@ -610,7 +610,7 @@ dlock_wait_offered_lease(int64 *token, TimestampTz *until)
 /*
  * The offer came to nothing: its transaction rolled back, or the lease is
  * not ours any more. (An offer whose lease the caller took ends with
- * dlock_wait_finish.)
+ * finish_wait.)
  */
 void
 dlock_wait_offer_settled(void)
@@ -800,8 +800,8 @@ plan_turn(TimestampTz now, TimestampTz deadline, TimestampTz busy_until,
  * lease it saw expires, after MAX_HEAD_SLEEP_MS, and once more when its wait
  * runs out. Raises an error on cancel or statement_timeout.
  */
-bool
-dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
+static bool
+wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 {
 	TimestampTz deadline;
 	bool		timer_due = false;
@@ -817,7 +817,7 @@ dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs)
 		return true;
 	}
 
-	if (!first && remaining_usecs <= 0 && !TransactionIdIsValid(dlock_wait_offer()))
+	if (!first && remaining_usecs <= 0 && !TransactionIdIsValid(current_offer()))
 		return false;
 	deadline = dlock_time_plus(GetCurrentTimestamp(), Max(remaining_usecs, 0));
 	for (;;)
@@ -891,8 +891,8 @@ drop_pending(int from)
  * that handed us the lease, if one did: rolling back cannot undo its grant,
  * so it abandons the lease instead.
  */
-void
-dlock_wait_finish(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
+static void
+finish_wait(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
 				  int64 waited_usecs, TransactionId handed_by)
 {
 	if (me != NULL && acquired)
@@ -920,10 +920,91 @@ dlock_wait_finish(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
  * in PG_FINALLY, so an error or cancel during the wait cannot leave a
  * waiter queued, nor swallow a wake-up meant for the next one.
  */
-void
-dlock_wait_leave(void)
+static void
+leave_wait(void)
 {
 	leave_queue(0, InvalidTransactionId);
+}
+
+/*
+ * The turns of dlock_wait_for_grant: take a lease a release handed over, if
+ * any, or else make one attempt, until granted or the wait runs out.
+ * Returns true when granted; then the queue has been left with the lease.
+ */
+static bool
+take_turns(const DlockWaitCall *call)
+{
+	bool		granted = false;
+	TimestampTz busy_until = 0;
+	int64		waited_usecs = 0;
+	TransactionId handed_by = InvalidTransactionId;
+	instr_time	started;
+
+	INSTR_TIME_SET_CURRENT(started);
+
+	/*
+	 * Callers already waiting for this lock go first, in arrival order;
+	 * wait_turn says when it is our turn to attempt, or when a release has
+	 * handed us the lease.
+	 */
+	prepare_wait(call->lock_name, call->wait_usecs, call->owner, call->ttl_usecs, call->holder);
+	while (wait_turn(busy_until, call->wait_usecs - waited_usecs))
+	{
+		TransactionId offer = current_offer();
+
+		/* only a caller that gave an owner is made offers */
+		if (TransactionIdIsValid(offer) && call->take_offer != NULL)
+		{
+			/* the offer's commit outlasted our wait: give up, abandoning it */
+			if (!call->take_offer(call->arg, offer, &granted))
+				break;
+			if (granted)
+			{
+				handed_by = offer;
+				break;
+			}
+		}
+		if (call->attempt(call->arg, &busy_until))
+		{
+			/*
+			 * An offer made meanwhile was for the lease just taken (the
+			 * attempt found it ours): a rollback must abandon it.
+			 */
+			granted = true;
+			handed_by = current_offer();
+			break;
+		}
+		waited_usecs = usecs_since(started);
+	}
+	finish_wait(granted, call->kind,
+				granted && call->granted_until ? call->granted_until(call->arg) : 0,
+				usecs_since(started), handed_by);
+	return granted;
+}
+
+/*
+ * The wait of every kind's acquire call: queue for call->lock_name and take
+ * turns until granted or the wait runs out. Returns true when granted. The
+ * wait is counted and timed; the queue is left on every way out (an error,
+ * a cancel), so that no wake-up meant for the next waiter is lost.
+ */
+bool
+dlock_wait_for_grant(const DlockWaitCall *call)
+{
+	bool		acquired = false;
+
+	PG_TRY();
+	{
+		acquired = take_turns(call);
+	}
+	PG_CATCH();
+	{
+		leave_wait();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	leave_wait();
+	return acquired;
 }
 
 /*

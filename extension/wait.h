@@ -25,19 +25,34 @@ typedef struct DlockHandoff
 	char		holder[DLOCK_MAX_HOLDER_CHARS * MAX_MULTIBYTE_CHAR_LEN];
 } DlockHandoff;
 
-extern void dlock_wait_prepare(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
-							   int64 ttl_usecs, text *holder);
+/*
+ * One acquire call of any kind, as the shared wait loop
+ * (dlock_wait_for_grant) runs it; the callbacks get arg.
+ */
+typedef struct DlockWaitCall
+{
+	text	   *lock_name;
+	int64		wait_usecs;
+	DlockLeaseKind kind;
+	/* what a release needs to hand this caller the lease; owner NULL: never */
+	const pg_uuid_t *owner;
+	int64		ttl_usecs;
+	text	   *holder;
+	/* one attempt: true when granted; *busy_until when the lease in the way ends */
+	bool		(*attempt) (void *arg, TimestampTz *busy_until);
+	/* take the lease transaction offer handed over: false gives the wait up */
+	bool		(*take_offer) (void *arg, TransactionId offer, bool *granted);
+	/* when the granted lease ends, handed to the next waiter; NULL: say nothing */
+	TimestampTz (*granted_until) (void *arg);
+	void	   *arg;
+} DlockWaitCall;
+
+extern bool dlock_wait_for_grant(const DlockWaitCall *call);
 extern bool dlock_wait_queued_ahead(text *lock_name);
-extern int64 dlock_usecs_since(instr_time started);
 extern TimestampTz dlock_wait_deadline(int64 wait_usecs);
 extern void dlock_wait_require_waitable(text *lock_name, int64 wait_usecs);
-extern bool dlock_wait_turn(TimestampTz busy_until, int64 remaining_usecs);
-extern TransactionId dlock_wait_offer(void);
 extern void dlock_wait_offered_lease(int64 *token, TimestampTz *until);
 extern void dlock_wait_offer_settled(void);
-extern void dlock_wait_finish(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
-							  int64 waited_usecs, TransactionId handed_by);
-extern void dlock_wait_leave(void);
 extern void dlock_wake_waiters(text *lock_name);
 extern void dlock_hand_off_at_commit(text *lock_name);
 extern bool dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now,
