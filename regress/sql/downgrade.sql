@@ -64,17 +64,16 @@ SELECT dlock.downgrade('dg:other', NULL);
 -- A lease policy a shared lease cannot keep: refused (0A000), nothing
 -- changed; a lock delay does not stand in the way.
 ------------------------------------------------------------------------
-SELECT (dlock.try_acquire('dg:bound', '1 minute', '00000000-0000-0000-0000-0000000000e1', session_bound => true)).fencing_token IS NOT NULL AS held;
-SELECT dlock.downgrade('dg:bound', '00000000-0000-0000-0000-0000000000e1');
+-- (session_bound needs pg_dlock preloaded: tests/suites/29-contention.sh)
 SELECT (dlock.try_acquire('dg:max-hold', '1 minute', '00000000-0000-0000-0000-0000000000e2', max_hold => '5 minutes')).fencing_token IS NOT NULL AS held;
 SELECT dlock.downgrade('dg:max-hold', '00000000-0000-0000-0000-0000000000e2');
 SELECT (dlock.try_acquire('dg:min-hold', '1 minute', '00000000-0000-0000-0000-0000000000e3', min_hold => '30 seconds')).fencing_token IS NOT NULL AS held;
 SELECT dlock.downgrade('dg:min-hold', '00000000-0000-0000-0000-0000000000e3');
-SELECT lock_name, state, kind FROM dlock.locks WHERE lock_name IN ('dg:bound', 'dg:max-hold', 'dg:min-hold') ORDER BY 1;
+SELECT lock_name, state, kind FROM dlock.locks WHERE lock_name IN ('dg:max-hold', 'dg:min-hold') ORDER BY 1;
 SELECT (dlock.try_acquire('dg:delay', '1 minute', '00000000-0000-0000-0000-0000000000e4', lock_delay => '1 second')).fencing_token IS NOT NULL AS held;
 SELECT (dlock.downgrade('dg:delay', '00000000-0000-0000-0000-0000000000e4')).fencing_token IS NOT NULL AS downgraded_with_lock_delay;
 SELECT dlock.release('dg:delay', '00000000-0000-0000-0000-0000000000e4') AS released;
-SELECT dlock.force_release(n, 'regress: downgrade') FROM unnest(ARRAY['dg:bound', 'dg:max-hold', 'dg:min-hold']) n;
+SELECT dlock.force_release(n, 'regress: downgrade') FROM unnest(ARRAY['dg:max-hold', 'dg:min-hold']) n;
 
 ------------------------------------------------------------------------
 -- Inside a transaction that rolls back, the downgrade leaves nothing:

@@ -142,6 +142,18 @@ sql "SELECT dlock.stats_reset()" >/dev/null
 check "dlock.stats_reset empties the histograms" \
 	test "$(sql "SELECT sum(waits) FROM dlock.wait_histogram()")|$(sql "SELECT sum(holds) FROM dlock.hold_histogram()")" = "0|0"
 
+# --- downgrade of a session-bound lease (session_bound needs preloading) ---------
+# one session: a session-bound lease ends with the session that took it
+bound=$(psql -X -q -At 2>&1 <<-EOF
+	\set VERBOSITY sqlstate
+	SELECT dlock.try_acquire('contention:bound', '1 minute', '$(owner 500)', session_bound => true) IS NOT NULL;
+	SELECT dlock.downgrade('contention:bound', '$(owner 500)');
+	SELECT kind || ' ' || state FROM dlock.locks WHERE lock_name = 'contention:bound';
+EOF
+)
+check "a session-bound lease is not downgraded: 0A000, and it stays exclusive ($(echo $bound))" \
+	test "$(echo $bound)" = "t ERROR: 0A000 exclusive held"
+
 sql "DELETE FROM dlock.distributed_lock WHERE lock_name LIKE 'contention:%';
      DELETE FROM dlock.lock_holder WHERE lock_name LIKE 'contention:%';
      DELETE FROM dlock.holder_counter WHERE lock_name LIKE 'contention:%';
