@@ -28,7 +28,9 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import checker  # noqa: E402
+from ports import free_ports  # noqa: E402
 import semaphore_check  # noqa: E402
 
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
@@ -37,11 +39,6 @@ PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
 PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
-
-# Ports 55600-55699 belong to the fault harness. They lie inside Linux's
-# ephemeral range, so an outgoing connection may hold one for a while: each
-# scenario takes the first free ones.
-PORT_RANGE = range(55601, 55700)
 
 # Scratch paths carry the harness's process id, so two harness runs at the same
 # time (make test in one checkout, make soak in another) never share a server.
@@ -158,21 +155,6 @@ class Server:
             return None
 
 
-def free_ports(n):
-    """n ports of PORT_RANGE that nothing uses right now, from a random place in
-    the range (another harness run may be choosing at the same moment)."""
-    found = []
-    start = random.randrange(len(PORT_RANGE))
-    for port in list(PORT_RANGE[start:]) + list(PORT_RANGE[:start]):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == n:
-            return found
-    raise RuntimeError("no free ports left in 55601-55699")
 
 
 def make_template():

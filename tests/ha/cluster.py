@@ -20,16 +20,17 @@ Used as a module by tests/ha/ha.py; from the shell:
 import argparse
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ports import free_ports  # noqa: E402
 
 
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
@@ -44,31 +45,6 @@ NODES = ("n1", "n2", "n3")
 LEADER_TTL = 10
 LOOP_WAIT = 1
 RETRY_TIMEOUT = 4
-
-
-def free_ports(n):
-    """n distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral range.
-
-    Unlike tests/lib/ports.sh (the kernel's pick, inside that range), these
-    ports are restarted on: while a node is down, a client's outgoing
-    connection may be given its port number as a local port, and the node then
-    cannot bind it again. Ports below the ephemeral range are never handed out
-    that way."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        low = int(f.read().split()[0])
-    candidates = list(range(max(1024, low - 12000), low))
-    random.shuffle(candidates)
-    found = []
-    for port in candidates:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == n:
-            return found
-    raise RuntimeError("no free ports below the ephemeral range")
 
 
 def server_user():
