@@ -352,12 +352,12 @@ check "a reader waiting across the downgrade's commit is granted once it commits
 # --- contention: waiters and histograms (shared memory only) ---------------------
 shm=$(o "SELECT shared_memory FROM dlock.stats")
 check "the SQL edition has no shared memory ($shm)" test "$edition" = c -o "$shm" = f
-cont=$(o "SELECT dlock.waiters('$tag:dg') IS NOT DISTINCT FROM CASE WHEN $shm THEN 0 END" \
-	"SELECT waiters IS NOT DISTINCT FROM CASE WHEN $shm THEN 0 END FROM dlock.locks WHERE lock_name = '$tag:dg'" | tr '\n' ' ')
+cont=$(o "SELECT dlock.waiters('$tag:dg') IS NOT DISTINCT FROM CASE WHEN '$shm'::boolean THEN 0 END" \
+	"SELECT waiters IS NOT DISTINCT FROM CASE WHEN '$shm'::boolean THEN 0 END FROM dlock.locks WHERE lock_name = '$tag:dg'" | tr '\n' ' ')
 check "nobody waits: waiters and the waiters column are 0, NULL without shared memory ($cont)" test "$cont" = "t t "
 expect_state "waiters without lock_name" 22004 "$db" "SELECT dlock.waiters(NULL)"
-hist=$(o "SELECT count(*) = CASE WHEN $shm THEN 48 ELSE 0 END FROM dlock.wait_histogram()" \
-	"SELECT count(*) = CASE WHEN $shm THEN 48 ELSE 0 END FROM dlock.hold_histogram()" | tr '\n' ' ')
+hist=$(o "SELECT count(*) = CASE WHEN '$shm'::boolean THEN 48 ELSE 0 END FROM dlock.wait_histogram()" \
+	"SELECT count(*) = CASE WHEN '$shm'::boolean THEN 48 ELSE 0 END FROM dlock.hold_histogram()" | tr '\n' ' ')
 check "the histograms: 16 buckets for each of 3 kinds, no rows without shared memory ($hist)" test "$hist" = "t t "
 app_cont=$(psql -X -q -At -U postgres -d "$db" -c "SET ROLE $app" -c "SELECT count(waiters) FROM dlock.locks WHERE lock_name = '$tag:dg'" \
 	-c "SELECT count(*) >= 0 FROM dlock.wait_histogram(), dlock.hold_histogram()" 2>&1 | tr '\n' ' ')
