@@ -269,6 +269,100 @@ check "release_all ends both" test "$rel_all" = 2
 expect_state "a multi-lock naming one lock twice" 22023 "$db" "SELECT dlock.try_acquire_all(ARRAY['a', 'a'], '1 minute')"
 expect_state "a multi-lock with a NULL name" 22004 "$db" "SELECT dlock.try_acquire_all(ARRAY['a', NULL], '1 minute')"
 
+# --- downgrade: an exclusive lease becomes a shared lease in one step -----------
+# (docs/lock-kinds.md "A safe way down"; regress/sql/downgrade.sql for the C extension)
+dg_ex=$(o "SELECT fencing_token || ' ' || lease_until FROM dlock.try_acquire('$tag:dg', '1 minute', '$A', 'writer-1')")
+dg_ex_tok=${dg_ex%% *}
+dg=$(o "SELECT owner_token || ' ' || fencing_token || ' ' || lease_until FROM dlock.downgrade('$tag:dg', '$A')")
+read -r dg_owner dg_tok dg_until <<<"$dg"
+check "downgrade returns the same owner's lease with the same lease_until ($dg)" \
+	test "$dg_owner" = "$A" -a "$dg_until" = "${dg_ex#* }"
+check "... and a new token above the exclusive one ($dg_tok > $dg_ex_tok)" test "${dg_tok:-0}" -gt "$dg_ex_tok"
+dg_holds=$(o "SELECT dlock.holds('$tag:dg', $dg_ex_tok) || ' ' || dlock.holds('$tag:dg', ${dg_tok:-0})")
+check "holds refuses the exclusive token and passes the shared one ($dg_holds)" test "$dg_holds" = "false true"
+dg_view=$(o "SELECT state || ' ' || kind || ' ' || holders FROM dlock.locks WHERE lock_name = '$tag:dg'" \
+	"SELECT kind || ' ' || holder FROM dlock.lock_holders WHERE lock_name = '$tag:dg'" | tr '\n' ' ')
+check "dlock.locks shows one shared holder, lock_holders the writer's holder text ($dg_view)" test "$dg_view" = "held shared 1 shared writer-1 "
+dg_writer=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:dg', '1 minute', '$B')")
+check "a writer is refused after the downgrade" test "$dg_writer" = t
+dg_reader=$(o "SELECT fencing_token FROM dlock.try_acquire_shared('$tag:dg', '1 minute', '$B')")
+check "a reader joins the downgraded lease ($dg_reader)" test -n "$dg_reader"
+dg_again=$(o "SELECT owner_token IS NULL FROM dlock.downgrade('$tag:dg', '$A')")
+check "a second downgrade finds no exclusive lease (NULL)" test "$dg_again" = t
+dg_shared=$(o "SELECT dlock.renew('$tag:dg', '$A', '2 minutes') > clock_timestamp() + interval '1 minute'" \
+	"SELECT dlock.release('$tag:dg', '$A')" "SELECT dlock.release('$tag:dg', '$B')" | tr '\n' ' ')
+check "the downgraded lease renews and releases as a shared lease ($dg_shared)" test "$dg_shared" = "t t t "
+dg_next=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:dg', '1 minute', '$B')")
+check "with the readers gone a writer is granted, above every earlier token ($dg_next)" \
+	test "${dg_next:-0}" -gt "${dg_reader:-0}" -a "${dg_next:-0}" -gt "${dg_tok:-0}"
+dg_other=$(o "SELECT owner_token IS NULL FROM dlock.downgrade('$tag:dg', '$A')" \
+	"SELECT kind || ' ' || dlock.holds('$tag:dg', $dg_next) FROM dlock.locks WHERE lock_name = '$tag:dg'" | tr '\n' ' ')
+check "downgrade of another owner's lease is NULL and changes nothing ($dg_other)" test "$dg_other" = "t exclusive true "
+o "SELECT dlock.try_acquire_shared('$tag:dg-readers', '1 minute', '$A')" "SELECT dlock.try_acquire('$tag:dg-expired', '100 ms', '$A')" >/dev/null
+sleep 0.2
+dg_none=$(o "SELECT count(*) FILTER (WHERE d.owner_token IS NULL) FROM (VALUES ('$tag:dg-nobody'), ('$tag:dg-readers'), ('$tag:dg-expired')) n(name), dlock.downgrade(n.name, '$A') d")
+check "downgrade of an unknown name, of a shared lease and of an expired lease is NULL ($dg_none of 3)" test "$dg_none" = 3
+expect_state "downgrade without lock_name" 22004 "$db" "SELECT dlock.downgrade(NULL, '$A')"
+expect_state "downgrade without owner_token" 22004 "$db" "SELECT dlock.downgrade('$tag:dg', NULL)"
+# a lease policy a shared lease cannot keep: refused, nothing changed
+for policy in "max_hold => '5 minutes'" "min_hold => '30 seconds'"; do
+	name=$tag:dg-${policy%% *}
+	p_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$name', '1 minute', '$A', $policy)")
+	expect_state "downgrade of a lease granted with ${policy%% *} is refused" 0A000 "$db" "SELECT dlock.downgrade('$name', '$A')"
+	p_kept=$(o "SELECT kind || ' ' || holders || ' ' || dlock.holds('$name', $p_tok) FROM dlock.locks WHERE lock_name = '$name'")
+	check "... and the exclusive lease is unchanged ($p_kept)" test "$p_kept" = "exclusive 1 true"
+done
+if [ "$edition" = c ]; then
+	# one session: a session-bound lease ends with the session that took it
+	expect_state "downgrade of a session-bound lease is refused" 0A000 "$db" \
+		"SELECT dlock.try_acquire('$tag:dg-bound', '1 minute', '$A', session_bound => true)" "SELECT dlock.downgrade('$tag:dg-bound', '$A')"
+else
+	expect_state "(no session-bound lease to downgrade in the SQL edition: it grants none)" 55000 "$db" \
+		"SELECT dlock.try_acquire('$tag:dg-bound', '1 minute', '$A', session_bound => true)"
+fi
+o "SELECT dlock.try_acquire('$tag:dg-delay', '1 minute', '$A', lock_delay => '1 second')" >/dev/null
+dg_delay=$(o "SELECT fencing_token IS NOT NULL FROM dlock.downgrade('$tag:dg-delay', '$A')")
+check "a lock delay does not prevent a downgrade" test "$dg_delay" = t
+# rolled back, the downgrade leaves the exclusive lease as it was
+rb_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:dg-rb', '1 minute', '$A')")
+rb_in=$(o "BEGIN" "SELECT fencing_token > $rb_tok FROM dlock.downgrade('$tag:dg-rb', '$A')" "ROLLBACK" | head -n 1)
+rb_after=$(o "SELECT kind || ' ' || holders || ' ' || dlock.holds('$tag:dg-rb', $rb_tok) FROM dlock.locks WHERE lock_name = '$tag:dg-rb'" \
+	"SELECT owner_token IS NULL FROM dlock.try_acquire_shared('$tag:dg-rb', '1 minute', '$B')" | tr '\n' ' ')
+check "a rolled-back downgrade leaves the exclusive lease and its token ($rb_in; $rb_after)" test "$rb_in $rb_after" = "t exclusive 1 true t "
+# no writer in between: a writer waiting across the downgrade's commit is not granted
+o "SELECT dlock.try_acquire('$tag:dg-race', '1 minute', '$A')" >/dev/null
+(o "BEGIN" "SELECT dlock.downgrade('$tag:dg-race', '$A')" "SELECT pg_sleep(1)" "COMMIT" >/dev/null) &
+sleep 0.3
+expect_state "a writer waiting across the downgrade's commit is not granted" 55P03 "$db" \
+	"SELECT dlock.acquire('$tag:dg-race', '1 minute', '2 seconds', '$B')"
+wait
+race_kind=$(o "SELECT kind || ' ' || holders FROM dlock.locks WHERE lock_name = '$tag:dg-race'")
+check "... the name stays shared with the one downgraded lease ($race_kind)" test "$race_kind" = "shared 1"
+# a reader waiting across the downgrade's commit joins
+o "SELECT dlock.try_acquire('$tag:dg-join', '1 minute', '$A')" >/dev/null
+(o "BEGIN" "SELECT dlock.downgrade('$tag:dg-join', '$A')" "SELECT pg_sleep(1)" "COMMIT" >/dev/null) &
+sleep 0.3
+t0=$(date +%s%N)
+joined=$(o "SELECT owner_token FROM dlock.acquire_shared('$tag:dg-join', '1 minute', '10 seconds', '$B')")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait
+check "a reader waiting across the downgrade's commit is granted once it commits ($ms ms, 400-2500)" \
+	test "$joined" = "$B" -a "$ms" -ge 400 -a "$ms" -lt 2500
+
+# --- contention: waiters and histograms (shared memory only) ---------------------
+shm=$(o "SELECT shared_memory FROM dlock.stats")
+check "the SQL edition has no shared memory ($shm)" test "$edition" = c -o "$shm" = f
+cont=$(o "SELECT dlock.waiters('$tag:dg') IS NOT DISTINCT FROM CASE WHEN '$shm'::boolean THEN 0 END" \
+	"SELECT waiters IS NOT DISTINCT FROM CASE WHEN '$shm'::boolean THEN 0 END FROM dlock.locks WHERE lock_name = '$tag:dg'" | tr '\n' ' ')
+check "nobody waits: waiters and the waiters column are 0, NULL without shared memory ($cont)" test "$cont" = "t t "
+expect_state "waiters without lock_name" 22004 "$db" "SELECT dlock.waiters(NULL)"
+hist=$(o "SELECT count(*) = CASE WHEN '$shm'::boolean THEN 48 ELSE 0 END FROM dlock.wait_histogram()" \
+	"SELECT count(*) = CASE WHEN '$shm'::boolean THEN 48 ELSE 0 END FROM dlock.hold_histogram()" | tr '\n' ' ')
+check "the histograms: 16 buckets for each of 3 kinds, no rows without shared memory ($hist)" test "$hist" = "t t "
+app_cont=$(psql -X -q -At -U postgres -d "$db" -c "SET ROLE $app" -c "SELECT count(waiters) FROM dlock.locks WHERE lock_name = '$tag:dg'" \
+	-c "SELECT count(*) >= 0 FROM dlock.wait_histogram(), dlock.hold_histogram()" 2>&1 | tr '\n' ' ')
+check "an application role may read them ($app_cont)" test "$app_cont" = "$([ "$shm" = t ] && echo 1 || echo 0) t "
+
 # --- events -----------------------------------------------------------------
 if [ "$edition" = c ]; then
 	psql -X -q -U postgres -d postgres -c "ALTER DATABASE $db SET dlock.events = on"
@@ -288,6 +382,8 @@ if [ "$edition" = sql ]; then
 		-c "SELECT dlock.try_acquire('$tag:ev-hidden', '1 minute')" >/dev/null 2>&1
 fi
 o "SELECT dlock.release('$tag:ev', '$A')" >/dev/null
+ev_dg=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:ev-dg', '1 minute', '$A', 'writer')" \
+	"SELECT fencing_token FROM dlock.downgrade('$tag:ev-dg', '$A')" | tr '\n' ' ')
 wait $listener
 if [ "$edition" = c ]; then
 	psql -X -q -U postgres -d postgres -c "ALTER DATABASE $db RESET dlock.events"
@@ -305,6 +401,16 @@ for line in sys.argv[1].splitlines():
 ' "$payloads" "$tag:ev")
 check "acquire and release events on dlock_events with the C payload ($acq)" test "$acq" = "acquire $ev_tok host \"one\" ['event', 'fencing_token', 'holder', 'lease_until', 'lock_name']
 release $ev_tok host \"one\" ['event', 'fencing_token', 'holder', 'lease_until', 'lock_name']"
+dg_events=$(python3 -c '
+import json, sys
+for line in sys.argv[1].splitlines():
+    e = json.loads(line)
+    if e["lock_name"] == sys.argv[2]:
+        print(e["event"], e["fencing_token"], e["holder"])
+' "$payloads" "$tag:ev-dg" | tr '\n' ' ')
+read -r ev_dg_ex ev_dg_sh <<<"$ev_dg"
+check "a downgrade sends downgrade with the exclusive token, then acquire with the shared one ($dg_events)" \
+	test "$dg_events" = "acquire $ev_dg_ex writer downgrade $ev_dg_ex writer acquire $ev_dg_sh writer "
 if [ "$edition" = sql ]; then
 	check "SET dlock.events = off in a session does not hide its grant's event" grep -q 'ev-hidden' "$events"
 fi
