@@ -5,7 +5,8 @@ For each scenario: start a fresh primary (and a streaming standby, a delay
 proxy or PgBouncer when the scenario needs one) on loopback, create the
 resource tables, start several fault_worker processes, inject the scenario's
 faults while they run, capture the final database state, and hand the run
-directory to checker.py. Prints a table and writes tests/faults/results/latest.md.
+directory to checker.py; also writes the run's history in the standard format
+(standard_history.py). Prints a table and writes tests/faults/results/latest.md.
 
 Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH]
 Run through tests/faults/run.sh, which builds the worker first.
@@ -30,6 +31,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import checker  # noqa: E402
 import semaphore_check  # noqa: E402
+import standard_history  # noqa: E402
 
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
     d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
@@ -1246,6 +1248,10 @@ class Harness:
             summary = semaphore_check.check_semaphore(run.dir)
         else:
             summary = checker.check_run(run.dir)
+            # The same run in the shape outside checkers read (docs/fault-histories.md);
+            # a semaphore's permits are another model, not converted.
+            summary["standard_history"] = standard_history.write_standard_history(run.dir)
+        summary["fencing"] = sc.get("fencing", True)
         with open(os.path.join(run.dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
         compress_histories(run.dir)
