@@ -43,6 +43,9 @@ REFUSAL_ERRORS = {
     "25006": "read-only",      # reached a standby
 }
 
+# Jepsen's fields first, then the harness's ids.
+FIELD_ORDER = ("index", "type", "process", "time", "f", "value", "error", "worker", "op")
+
 COMPLETION_TYPE = {"ok": "ok", "refused": "fail", "fail": "fail", "unknown": "info", None: "info"}
 
 
@@ -142,7 +145,8 @@ def write_standard_history(run_dir):
     for lock, events in sorted(by_lock.items()):
         with open(os.path.join(out_dir, f"{lock}.jsonl"), "w", encoding="utf-8") as f:
             for index, event in enumerate(events):
-                f.write(json.dumps(dict(index=index, **event)) + "\n")
+                event = dict(event, index=index)
+                f.write(json.dumps({k: event[k] for k in FIELD_ORDER if k in event}) + "\n")
     return out_dir
 
 
