@@ -76,8 +76,8 @@ def error_of(op):
 
 def standard_events(ops, faults, ttl_ms, fencing):
     """lock name -> its events in time order (dicts without index)."""
-    origin = min([o.invoke for o in ops] + [f["t"] for f in faults] + [0]) if ops or faults else 0
-    end = max([o.complete or o.invoke for o in ops] + [f["t"] for f in faults] + [origin])
+    origin = min([o.invoke for o in ops] + [f["t"] for f in faults], default=0)
+    end = max([o.complete or o.invoke for o in ops] + [f["t"] for f in faults], default=origin)
     by_lock = {}
     process_of_worker = {}
     next_process = 0

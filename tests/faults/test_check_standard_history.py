@@ -24,6 +24,8 @@ import standard_history  # noqa: E402
 
 MS = 1_000_000
 TTL_MS = 1000
+# The harness's clock is CLOCK_MONOTONIC: its zero is long before a run.
+BOOTED_MS = 86_400_000
 
 
 class Standard:
@@ -199,9 +201,10 @@ class Internal:
     def op(self, w, t0, t1, result, invoke, done=None):
         recs = self.lines.setdefault(w, [])
         i = len([r for r in recs if r["ev"] == "invoke"]) + 1
-        recs.append(dict({"t": t0 * MS, "w": w, "id": i, "ev": "invoke"}, **invoke))
+        recs.append(dict({"t": (BOOTED_MS + t0) * MS, "w": w, "id": i, "ev": "invoke"}, **invoke))
         if result:
-            recs.append(dict({"t": t1 * MS, "w": w, "id": i, "ev": result}, **(done or {})))
+            recs.append(dict({"t": (BOOTED_MS + t1) * MS, "w": w, "id": i, "ev": result},
+                             **(done or {})))
 
     def convert(self):
         for w, recs in self.lines.items():
@@ -225,8 +228,8 @@ def internal_run(fencing=True, late_write="refused"):
                               "token": 1}, {"before": 0, "after": 1})
     r.op("w2", 5, 15, "refused", {"op": "acquire", "lock": "L1", "owner": "b", "mode": "try"},
          {"why": "busy"})
-    r.events += [{"t": 40 * MS, "ev": "fault_start", "fault": "sigstop", "lock": "L1"},
-                 {"t": 2500 * MS, "ev": "fault_end", "fault": "sigstop", "lock": "L1"}]
+    r.events += [{"t": (BOOTED_MS + 40) * MS, "ev": "fault_start", "fault": "sigstop", "lock": "L1"},
+                 {"t": (BOOTED_MS + 2500) * MS, "ev": "fault_end", "fault": "sigstop", "lock": "L1"}]
     r.op("w2", 1200, 1210, "ok", {"op": "acquire", "lock": "L1", "owner": "b", "mode": "try"},
          {"token": 2, "owner": "b"})
     r.op("w2", 1220, 1230, "ok", {"op": "write", "lock": "L1", "res": "g:L1", "owner": "b",
@@ -249,7 +252,8 @@ class ConversionTest(unittest.TestCase):
             with open(os.path.join(out, "L1.jsonl")) as f:
                 events = [json.loads(line) for line in f]
             self.assertEqual([e["index"] for e in events], list(range(len(events))))
-            self.assertEqual(events[0]["time"], 0)
+            self.assertEqual(events[0]["time"], 0)  # the run's first event
+            self.assertEqual(next(e["time"] for e in events if e["type"] == "ok"), 10 * MS)
             self.assertEqual(events[-1]["type"], "info")  # the sigstop's end
             ops = [e for e in events if e["process"] != "nemesis"]
             refused = [e for e in ops if e.get("error") == "busy"]

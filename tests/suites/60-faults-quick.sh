@@ -59,6 +59,8 @@ import json, sys
 sys.path.insert(0, sys.argv[2])
 import check_standard_history
 for r in json.load(open(sys.argv[1])):
+    if r.get("standard_history_error"):
+        print("FAIL", r["scenario"], "not converted: " + r["standard_history_error"], sep="\t")
     if not r.get("standard_history"):
         continue
     if r.get("negative_control") and r.get("fencing"):
