@@ -66,6 +66,16 @@ def op_value(op, ttl_ms, fencing):
     return value
 
 
+def op_value_at_invoke(op, ttl_ms, fencing):
+    """What the caller knew when it called: no results yet."""
+    value = op_value(op, ttl_ms, fencing)
+    value.pop("before", None)
+    value.pop("after", None)
+    if op.op == "acquire":
+        value["token"] = None  # an acquire learns its token from the reply
+    return value
+
+
 def error_of(op):
     if op.result == "refused":
         return REFUSAL_ERRORS.get(op.why, op.why or "refused")
@@ -117,16 +127,6 @@ def standard_events(ops, faults, ttl_ms, fencing):
         events.sort(key=lambda e: (e["time"], rank.get(e["type"], 1) if e["process"] != "nemesis"
                                    else 2))
     return by_lock
-
-
-def op_value_at_invoke(op, ttl_ms, fencing):
-    """What the caller knew when it called: no results yet."""
-    value = op_value(op, ttl_ms, fencing)
-    value.pop("before", None)
-    value.pop("after", None)
-    if op.op == "acquire":
-        value["token"] = None  # an acquire learns its token from the reply
-    return value
 
 
 def write_standard_history(run_dir):
