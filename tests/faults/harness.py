@@ -721,16 +721,18 @@ def s_server_clock(run):
     run.sleep(1.0)
     offset = 0.0
     ttl = run.ttl_ms / 1000.0
+    # Each step lies between its fault_start and fault_end: the server may read
+    # its clock as soon as the offset file changes.
     while run.fault_window():
         offset += 2 * ttl
+        run.fault_start("server clock +2 ttl", None, offset=offset)
         set_offset(run.primary.faketime_file, offset)
-        run.fault_start("server clock +2 ttl", None, offset=offset, measured=server_offset(run))
-        run.fault_end("server clock +2 ttl", None)
+        run.fault_end("server clock +2 ttl", None, measured=server_offset(run))
         run.sleep(1.5 * ttl)
         offset -= ttl
+        run.fault_start("server clock -1 ttl", None, offset=offset)
         set_offset(run.primary.faketime_file, offset)
-        run.fault_start("server clock -1 ttl", None, offset=offset, measured=server_offset(run))
-        run.fault_end("server clock -1 ttl", None)
+        run.fault_end("server clock -1 ttl", None, measured=server_offset(run))
         run.sleep(1.5 * ttl)
 
 
