@@ -58,7 +58,8 @@ CLOCK_RATE_ALLOWANCE = 0.05
 class Op:
     """One operation: its invoke and its completion (None = never completed)."""
 
-    __slots__ = ("process", "worker", "f", "type", "invoke", "complete", "value", "error", "index")
+    __slots__ = ("process", "worker", "f", "type", "invoke", "complete", "value", "error", "index",
+                 "token", "owner")
 
     def __init__(self, invoke):
         self.process = invoke["process"]
@@ -70,6 +71,8 @@ class Op:
         self.value = dict(invoke.get("value") or {})
         self.error = None
         self.index = invoke.get("index")
+        self.token = self.value.get("token")
+        self.owner = self.value.get("owner")
 
     @property
     def accepted(self):
@@ -79,14 +82,6 @@ class Op:
     def possibly_done(self):
         """ok, info, or no completion: it may have taken effect."""
         return self.type != "fail"
-
-    @property
-    def token(self):
-        return self.value.get("token")
-
-    @property
-    def owner(self):
-        return self.value.get("owner")
 
     def __str__(self):
         where = f" on {self.value['resource']}" if "resource" in self.value else ""
@@ -137,6 +132,8 @@ def operations(events):
         op.complete = ev["time"]
         op.value.update({k: v for k, v in (ev.get("value") or {}).items() if v is not None})
         op.error = ev.get("error")
+        op.token = op.value.get("token")
+        op.owner = op.value.get("owner")
     windows += [(t, math.inf) for starts in open_faults.values() for t in starts]
     return ops, windows
 
@@ -173,13 +170,17 @@ def check_grants(grants, releases, first_attempt, windows, verdict):
         if top is not None and b.token <= top.token:
             verdict.flag("token-order", f"{b} after {top}")
 
+    # The earliest moment a release of each token may have taken effect.
+    released = {}
+    for r in releases:
+        released[r.token] = min(released.get(r.token, math.inf), r.invoke)
     for a in grants:
         start = first_attempt.get(a.owner, a.invoke)
         surely_live_until = start + a.value.get("ttl_ms", 0) * 1e6 * (1 - CLOCK_RATE_ALLOWANCE)
         for b in grants:
             if b.owner == a.owner or b.token <= a.token or b.complete >= surely_live_until:
                 continue
-            if any(r.token == a.token and r.invoke < b.complete for r in releases):
+            if released.get(a.token, math.inf) < b.complete:
                 continue
             if fault_between(windows, start, b.complete):
                 continue
