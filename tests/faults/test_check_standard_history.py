@@ -97,10 +97,10 @@ def clean():
     # An acquire whose outcome is unknown: the worker goes on as process 2.
     h.acquire(1, 2800, 2900, "c", result="info", error="connection")
     h.acquire(2, 3000, 3010, "c", 3)
-    # A write of unknown outcome with token 3, then one refused stale-token
-    # with token 2: the unknown one may have been accepted, so it is explained.
+    # A write of unknown outcome with token 3, then a late writer's with token 2
+    # refused stale-token: the unknown one may have been accepted, so it is explained.
     h.write(2, 3020, 3030, 3, result="info", error="connection", kind="f", guard="fence")
-    h.write(1 + 2, 3025, 3040, 2, result="fail", error="stale-token", kind="f", guard="fence")
+    h.write(3, 3025, 3040, 2, result="fail", error="stale-token", kind="f", guard="fence")
     h.release(2, 3050, 3060, 3)
     # Released at 2710: the next grant comes within b's ttl, rightly.
     h.acquire(4, 3100, 3110, "d", 4)
