@@ -34,9 +34,13 @@ Sound with unknown outcomes: only ok operations count as accepted, and an info
 operation (or one never completed) may have taken effect at any time after its
 invoke, so it can explain a refusal but never counts as accepted.
 
+A file that breaks the format (a completion without its invoke, a process
+invoking again while an operation is open or after one ended in info) is an
+error, not a verdict.
+
 Usage: check_standard_history.py PATH... [--json OUT]
   PATH = a standard/ directory, a scenario's run directory holding one, or a
-  .jsonl file. Exit 0 = no violations.
+  .jsonl file. Exit 0 = no violations, 1 = violations, 2 = unreadable.
 """
 
 import argparse
@@ -106,6 +110,7 @@ def operations(events):
     """Pairs each process's invoke with its next completion; faults as windows."""
     ops = []
     open_ops = {}
+    crashed = set()  # processes whose last operation ended in info
     windows = []
     open_faults = {}
     for ev in events:
@@ -118,9 +123,9 @@ def operations(events):
                 windows.append((starts.pop(0) if starts else -math.inf, ev["time"]))
             continue
         if ev["type"] == "invoke":
-            if ev["process"] in open_ops:
+            if ev["process"] in open_ops or ev["process"] in crashed:
                 raise ValueError(f"process {ev['process']} invokes again with an operation "
-                                 f"open (index {ev.get('index')})")
+                                 f"open or in doubt (index {ev.get('index')})")
             op = Op(ev)
             open_ops[ev["process"]] = op
             ops.append(op)
@@ -129,6 +134,8 @@ def operations(events):
         if op is None:
             raise ValueError(f"completion without an invoke (index {ev.get('index')})")
         op.type = ev["type"]
+        if op.type == "info":
+            crashed.add(op.process)
         op.complete = ev["time"]
         op.value.update({k: v for k, v in (ev.get("value") or {}).items() if v is not None})
         op.error = ev.get("error")
@@ -299,7 +306,11 @@ def main():
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--json", help="write the report here")
     args = ap.parse_args()
-    report = check_paths(args.paths)
+    try:
+        report = check_paths(args.paths)
+    except (OSError, ValueError) as e:
+        print(f"check_standard_history.py: {e}", file=sys.stderr)
+        return 2
     for file, r in report.items():
         counts = ", ".join(f"{c} {n}" for c, n in r["by_check"].items() if n)
         print(f"{file}: {r['operations']} operations, {r['violations']} violations"

@@ -101,7 +101,7 @@ def clean():
     # refused stale-token: the unknown one may have been accepted, so it is explained.
     h.write(2, 3020, 3030, 3, result="info", error="connection", kind="f", guard="fence")
     h.write(3, 3025, 3040, 2, result="fail", error="stale-token", kind="f", guard="fence")
-    h.release(2, 3050, 3060, 3)
+    h.release(5, 3050, 3060, 3)  # the same worker, a new process after the info
     # Released at 2710: the next grant comes within b's ttl, rightly.
     h.acquire(4, 3100, 3110, "d", 4)
     return h
@@ -181,6 +181,12 @@ class CheckTest(unittest.TestCase):
         h.acquire(1, 20, 30, "b", result="info", error="connection")
         h.write(0, 40, 50, 1, result="fail", error="not-held")
         self.assertEqual(h.check()["violations"], 0)
+
+    def test_process_after_info_is_refused(self):
+        h = clean()
+        h.renew(2, 3070, 3080, 3)  # process 2's write ended in info: it is crashed
+        with self.assertRaises(ValueError):
+            h.check()
 
     def test_uncertain_write_never_counts_as_accepted(self):
         h = clean()
