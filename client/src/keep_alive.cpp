@@ -18,12 +18,19 @@
 // object dies with its client_core, and that can happen on one of these very
 // threads (on_lost dropped the last lease and client, or a renewal held the
 // last reference). The thread then detaches itself and ends on its own state.
+#include "keep_alive.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
 
-#include "internal.hpp"
+#include "core.hpp"
+#include "lease_state.hpp"
 
 namespace dlock::internal {
 

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
-#include "internal.hpp"
+#include "core.hpp"
+#include "dlock/errors.hpp"
+#include "lease_state.hpp"
 
 namespace dlock {
 namespace internal {
