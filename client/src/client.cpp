@@ -38,7 +38,7 @@ void set_grant(lease_state& state, const grant& granted) {
 
 client_core::client_core(client_options opts)
     : options{std::move(opts)}, holder{options.holder.empty() ? default_holder() : options.holder},
-      rng{std::random_device{}()} {}
+      notify{options.listener}, rng{std::random_device{}()} {}
 
 client_core::~client_core() noexcept = default;
 
@@ -111,6 +111,7 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
     {
         std::lock_guard<std::mutex> guard{lease->mutex};
         lease->next_renew = steady_clock::now() + lease->renew_every;
+        lease->renew_planned = lease->next_renew;
     }
     watcher.add(lease);
 }
@@ -247,8 +248,9 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                 return nullptr;
             }
             auto lease = std::make_shared<lease_state>();
-            set_grant(*lease, read_grant(*this, r[0], sent, received, opts.ttl));
+            set_grant(*lease, read_grant(*this, r[0], started, sent, received, opts.ttl));
             lease->acquired = sent;
+            lease->granted = received;
             // The lease lives as long as this connection: it leaves the pool.
             if (opts.session_bound) lease->bound_session = std::move(held->slot());
             ++stats.acquisitions;
@@ -423,6 +425,7 @@ std::string json_array(const std::vector<std::string>& names) {
 std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::string>& lock_names,
                                                       std::optional<std::chrono::milliseconds> wait,
                                                       const lease_options& options) {
+    const auto started = steady_clock::now();
     if (internal::has_policies(options))
         throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
                                      "exclusive leases only, not to a set of locks",
@@ -484,8 +487,9 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
         const auto row = r[i];
         auto state = std::make_shared<internal::lease_state>();
         state->core = m_core;
-        internal::set_grant(*state, internal::read_grant(*m_core, row, sent, received, options.ttl));
+        internal::set_grant(*state, internal::read_grant(*m_core, row, started, sent, received, options.ttl));
         state->acquired = sent;
+        state->granted = received;
         ++m_core->stats.acquisitions;
         m_core->attach(state, options);
         leases.push_back(lease{std::move(state)});
@@ -530,7 +534,7 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
         return std::nullopt;
     }
     ++m_core->stats.acquisitions;
-    return internal::read_grant(*m_core, r[0], sent, received, options.ttl);
+    return internal::read_grant(*m_core, r[0], sent, sent, received, options.ttl, true);
 }
 
 lease client::adopt(const grant& granted, const lease_options& options) {
@@ -538,6 +542,7 @@ lease client::adopt(const grant& granted, const lease_options& options) {
     state->core = m_core;
     internal::set_grant(*state, granted);
     state->acquired = granted.deadline - granted.ttl;
+    state->granted = state->acquired; // its arrival is not known; this is no later than it
     lease_options opts = options;
     opts.ttl = granted.ttl;
     m_core->attach(state, opts);

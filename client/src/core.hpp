@@ -24,6 +24,7 @@
 #include "dlock/transaction.hpp"
 #include "keep_alive.hpp"
 #include "lease_state.hpp"
+#include "listener_calls.hpp"
 #include "session.hpp"
 #include "timing.hpp"
 
@@ -53,6 +54,7 @@ struct client_core {
     client_options options;
     std::string holder;
     counters stats;
+    listener_calls notify; // options.listener
 
     std::mutex mutex;                           // guards idle
     std::vector<std::unique_ptr<session>> idle; // caller sessions not in use
@@ -128,10 +130,13 @@ private:
 /// The grant in one row of a lease statement (sql.cpp): lock_name,
 /// owner_token, fencing_token, lease_until in epoch seconds, and the
 /// milliseconds the server waited before granting. Row is a call_result row
-/// or a pqxx::row: both read as row[column].as<T>().
+/// or a pqxx::row: both read as row[column].as<T>(). Every grant of every kind
+/// and call is read here, and reported here to the client's listener, with
+/// the time since the acquire call `started`.
 template <typename Row>
-[[nodiscard]] grant read_grant(const client_core& core, const Row& row, steady_clock::time_point sent,
-                               steady_clock::time_point received, std::chrono::milliseconds ttl) {
+[[nodiscard]] grant read_grant(const client_core& core, const Row& row, steady_clock::time_point started,
+                               steady_clock::time_point sent, steady_clock::time_point received,
+                               std::chrono::milliseconds ttl, bool in_transaction = false) {
     grant g;
     g.lock_name = row[0].template as<std::string>();
     g.owner_token = row[1].template as<std::string>();
@@ -139,6 +144,7 @@ template <typename Row>
     g.ttl = ttl;
     g.lease_until = from_epoch(row[3].template as<double>());
     g.deadline = deadline_for(core.options, sent, received, row[4].template as<double>(), ttl);
+    core.notify.granted(g, received - started, in_transaction);
     return g;
 }
 

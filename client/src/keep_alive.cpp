@@ -10,9 +10,9 @@
 // renewal stuck behind a row lock cannot hold up the others past their slack.
 // The watcher marks a lease lost when its local deadline passes without a
 // confirmed renewal -- even while the renewer is stuck on the network -- and
-// runs on_lost. remove() waits (bounded) for a renewal or callback of the
-// lease in flight, so a released lease is never renewed and its callback
-// never runs afterwards.
+// reports it: to the client's listener, then to on_lost. remove() waits
+// (bounded) for a renewal or callback of the lease in flight, so a released
+// lease is never renewed and its callback never runs afterwards.
 //
 // The threads use only keep_alive::shared, which they co-own: the keep_alive
 // object dies with its client_core, and that can happen on one of these very
@@ -62,6 +62,7 @@ void renew_one(lease_state& lease, std::unique_ptr<session>& conn, std::chrono::
         // No progress since the last renewal: let the lease run out.
         std::lock_guard<std::mutex> guard{lease.mutex};
         lease.next_renew = now + lease.renew_every;
+        lease.renew_planned = lease.next_renew;
         return;
     }
     renewal r;
@@ -156,14 +157,17 @@ void watch_loop(const shared_state& sh) noexcept {
         }
         sh->reporting = due.get();
         lock.unlock();
+        loss_reason reason{};
+        {
+            std::lock_guard<std::mutex> guard{due->mutex};
+            reason = *due->loss;
+        }
+        due->core->notify.lost(*due, reason);
         if (due->on_lost) {
             lost_lease info;
             info.lock_name = due->name;
             info.fencing_token = due->fencing_token;
-            {
-                std::lock_guard<std::mutex> guard{due->mutex};
-                info.reason = *due->loss;
-            }
+            info.reason = reason;
             try {
                 due->on_lost(info);
             } catch (...) { // NOLINT(bugprone-empty-catch): a callback must not kill the watcher

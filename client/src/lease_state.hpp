@@ -47,6 +47,9 @@ struct lease_state {
     /// a refused renewal after acquired + max_hold is the planned end.
     std::chrono::milliseconds max_hold{0};
     steady_clock::time_point acquired;
+    /// When the grant arrived (client clock): the hold time of the listener's
+    /// loss and release events counts from here.
+    steady_clock::time_point granted;
     /// The connection a session-bound lease was granted on: kept open until the
     /// lease is released (closing it ends the lease on the server).
     std::unique_ptr<session> bound_session;
@@ -56,6 +59,9 @@ struct lease_state {
     steady_clock::time_point deadline; // guarded by mutex
     std::chrono::system_clock::time_point lease_until;
     steady_clock::time_point next_renew;
+    /// When the next renewal is due by plan: next_renew, but not moved by the
+    /// retries after an unknown outcome (a renewal's lateness counts from it).
+    steady_clock::time_point renew_planned;
     std::optional<loss_reason> loss;
     bool loss_reported = false;
     bool released = false;

@@ -6,6 +6,7 @@
 #include "dlock/errors.hpp"
 #include "dlock/json.hpp"
 #include "dlock/lease.hpp"
+#include "dlock/listener.hpp"
 #include "dlock/metrics.hpp"
 #include "dlock/options.hpp"
 #include "dlock/transaction.hpp"
