@@ -65,14 +65,14 @@ client:
 	cmake --build $(BUILD_DIR)/client -j2
 
 # The library, its tests and dlock under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and the keep-alive tests under ThreadSanitizer (tests/suites/31-client-sanitizers.sh).
+# and the keep-alive and listener tests under ThreadSanitizer (tests/suites/31-client-sanitizers.sh).
 client-sanitize:
 	cmake -S client -B $(BUILD_DIR)/client-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 	cmake --build $(BUILD_DIR)/client-asan -j2
 	cmake -S client -B $(BUILD_DIR)/client-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DDLOCK_SANITIZE=thread -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_CLI=OFF >/dev/null
-	cmake --build $(BUILD_DIR)/client-tsan -j2 --target keep_alive_test
+	cmake --build $(BUILD_DIR)/client-tsan -j2 --target keep_alive_test listener_test
 
 # Headers, libdlock, the CMake package, dlock.pc and the dlock command line,
 # under CMake's prefix (/usr/local) or CLIENT_PREFIX. The installed dlock finds

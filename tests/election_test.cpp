@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "dlock_testing.hpp"
-#include "json.hpp"
 
 using namespace std::chrono_literals;
 
@@ -206,7 +205,7 @@ TEST_F(election_test, names_are_quoted_in_json_as_the_server_quotes_them) {
     for (const std::string& text : {every_byte, std::string{"caf\xc3\xa9 \xe2\x82\xac"}, std::string{}}) {
         pqxx::nontransaction tx{admin()};
         const auto server = tx.exec_params1("SELECT pg_catalog.to_json($1::text)::text", text);
-        EXPECT_EQ(dlock::internal::json_quote(text), server[0].as<std::string>());
+        EXPECT_EQ(dlock::json_quote(text), server[0].as<std::string>());
     }
 }
 

@@ -11,12 +11,13 @@
 #include <sstream>
 #include <tuple>
 
+#include <dlock/json.hpp>
+
 #include "cli.hpp"
 #include "election_commands.hpp"
-#include "json.hpp"
 
 using namespace dlock_cli;
-using dlock::internal::json_quote;
+using dlock::json_quote;
 
 namespace {
 

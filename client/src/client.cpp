@@ -7,7 +7,13 @@
 #include <cstdio>
 #include <thread>
 
-#include "internal.hpp"
+#include <pqxx/pqxx>
+
+#include "core.hpp"
+#include "dlock/json.hpp"
+#include "error_mapping.hpp"
+#include "sql.hpp"
+#include "timing.hpp"
 
 namespace dlock {
 namespace internal {
@@ -30,38 +36,9 @@ void set_grant(lease_state& state, const grant& granted) {
     state.deadline = granted.deadline;
 }
 
-std::chrono::system_clock::time_point from_epoch(double seconds) noexcept {
-    return std::chrono::system_clock::time_point{
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>{seconds})};
-}
-
-void counters::record_wait(std::chrono::steady_clock::duration waited) noexcept {
-    std::size_t bucket = 0;
-    while (bucket < metrics::wait_bucket_bounds.size() && waited > metrics::wait_bucket_bounds[bucket])
-        ++bucket;
-    ++wait_histogram[bucket];
-}
-
-metrics counters::snapshot() const noexcept {
-    metrics m;
-    m.acquisitions = acquisitions;
-    m.busy = busy;
-    m.waits = waits;
-    m.wait_timeouts = wait_timeouts;
-    m.renewals = renewals;
-    m.renewals_refused = renewals_refused;
-    m.releases = releases;
-    m.lost = lost;
-    m.unknown_outcomes = unknown_outcomes;
-    m.retries = retries;
-    for (std::size_t i = 0; i < m.wait_histogram.size(); ++i)
-        m.wait_histogram[i] = wait_histogram[i];
-    return m;
-}
-
 client_core::client_core(client_options opts)
     : options{std::move(opts)}, holder{options.holder.empty() ? default_holder() : options.holder},
-      rng{std::random_device{}()} {}
+      notify{options.listener}, rng{std::random_device{}()} {}
 
 client_core::~client_core() noexcept = default;
 
@@ -123,28 +100,6 @@ std::chrono::milliseconds client_core::poll_sleep(std::int64_t bound) {
     return std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{bound / 2, bound}(rng)};
 }
 
-// The deadline counts from the grant, not from the send: a request that waited
-// in the server (dlock.acquire, or a row lock) would otherwise come back with
-// a lease that is already past its local deadline. The server tells how long
-// it waited: its grant time (lease_until - ttl, both from clock_timestamp())
-// minus statement_timestamp() (when the statement arrived). The statement
-// arrived after `sent`, so sent + waited is not after the grant -- as long as
-// the server's wall clock did not step forward during the wait. A forward
-// step would inflate `waited`; capping it at the round trip this client
-// measured on its monotonic clock bounds that error by the reply's travel
-// time. A backward step only shrinks `waited` (never below zero), which makes
-// the deadline earlier, never later. The drift allowance covers the whole
-// stretch from the send, waited + ttl.
-steady_clock::time_point client_core::deadline_for(steady_clock::time_point sent, steady_clock::time_point received,
-                                                   double server_waited_ms,
-                                                   std::chrono::milliseconds ttl) const noexcept {
-    const auto round_trip = std::chrono::duration<double, std::milli>{received - sent}.count();
-    const double waited = std::clamp(server_waited_ms, 0.0, std::max(0.0, round_trip));
-    const double span = waited + static_cast<double>(ttl.count());
-    const double local = span - span * options.drift_allowance - static_cast<double>(options.safety_margin.count());
-    return sent + std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double, std::milli>{local});
-}
-
 void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_options& opts) {
     lease->ttl = opts.ttl;
     lease->renew_every =
@@ -156,6 +111,7 @@ void client_core::attach(const std::shared_ptr<lease_state>& lease, const lease_
     {
         std::lock_guard<std::mutex> guard{lease->mutex};
         lease->next_renew = steady_clock::now() + lease->renew_every;
+        lease->renew_planned = lease->next_renew;
     }
     watcher.add(lease);
 }
@@ -259,33 +215,26 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                         : std::max(std::chrono::milliseconds{0},
                                    *wait - std::chrono::duration_cast<std::chrono::milliseconds>(sent - started));
                 const auto timeout = std::max(std::chrono::milliseconds{0}, left) + options.call_timeout;
-                const auto ttl_ms = static_cast<long long>(opts.ttl.count());
-                const auto left_ms = static_cast<long long>(left.count());
                 if (kind.what == lease_kind::mode::permit)
-                    r = call(s, timeout, sql::acquire_permit, name, ttl_ms, left_ms, owner, lease_holder, kind.permits);
+                    r = call(s, timeout, sql::acquire_permit, name, opts.ttl, left, owner, lease_holder, kind.permits);
                 else if (kind.what == lease_kind::mode::shared)
-                    r = call(s, timeout, sql::acquire_shared, name, ttl_ms, left_ms, owner, lease_holder);
+                    r = call(s, timeout, sql::acquire_shared, name, opts.ttl, left, owner, lease_holder);
                 else if (policies)
-                    r = call(s, timeout, sql::acquire_policies, name, ttl_ms, left_ms, owner, lease_holder,
-                             opts.session_bound, static_cast<long long>(opts.max_hold.count()),
-                             static_cast<long long>(opts.min_hold.count()),
-                             static_cast<long long>(opts.lock_delay.count()));
+                    r = call(s, timeout, sql::acquire_policies, name, opts.ttl, left, owner, lease_holder,
+                             opts.session_bound, opts.max_hold, opts.min_hold, opts.lock_delay);
                 else
-                    r = call(s, timeout, sql::acquire, name, ttl_ms, left_ms, owner, lease_holder);
+                    r = call(s, timeout, sql::acquire, name, opts.ttl, left, owner, lease_holder);
             } else if (policies && kind.what == lease_kind::mode::exclusive) {
-                r = call(s, options.call_timeout, sql::try_acquire_policies, name,
-                         static_cast<long long>(opts.ttl.count()), owner, lease_holder, opts.session_bound,
-                         static_cast<long long>(opts.max_hold.count()), static_cast<long long>(opts.min_hold.count()),
-                         static_cast<long long>(opts.lock_delay.count()));
+                r = call(s, options.call_timeout, sql::try_acquire_policies, name, opts.ttl, owner, lease_holder,
+                         opts.session_bound, opts.max_hold, opts.min_hold, opts.lock_delay);
             } else {
-                const auto ttl_ms = static_cast<long long>(opts.ttl.count());
                 if (kind.what == lease_kind::mode::permit)
-                    r = call(s, options.call_timeout, sql::try_acquire_permit, name, ttl_ms, owner, lease_holder,
+                    r = call(s, options.call_timeout, sql::try_acquire_permit, name, opts.ttl, owner, lease_holder,
                              kind.permits);
                 else
                     r = call(s, options.call_timeout,
                              kind.what == lease_kind::mode::shared ? sql::try_acquire_shared : sql::try_acquire, name,
-                             ttl_ms, owner, lease_holder);
+                             opts.ttl, owner, lease_holder);
             }
             const auto received = steady_clock::now();
             if (s.commit_uncertain()) {
@@ -299,8 +248,9 @@ std::shared_ptr<lease_state> client_core::acquire_once(const std::string& name,
                 return nullptr;
             }
             auto lease = std::make_shared<lease_state>();
-            set_grant(*lease, read_grant(*this, r[0], sent, received, opts.ttl));
+            set_grant(*lease, read_grant(*this, r[0], started, sent, received, opts.ttl));
             lease->acquired = sent;
+            lease->granted = received;
             // The lease lives as long as this connection: it leaves the pool.
             if (opts.session_bound) lease->bound_session = std::move(held->slot());
             ++stats.acquisitions;
@@ -330,7 +280,7 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
             s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
                                           core.options.pooling, core.options.call_timeout);
         const auto sent = steady_clock::now();
-        const call_result r = call(*s, timeout, sql::renew, name, owner_token, static_cast<long long>(ttl.count()));
+        const call_result r = call(*s, timeout, sql::renew, name, owner_token, ttl);
         const auto received = steady_clock::now();
         if (s->commit_uncertain()) {
             ++core.stats.unknown_outcomes;
@@ -345,7 +295,7 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
         ++core.stats.renewals;
         result.result = outcome::done;
         result.lease_until = from_epoch(r[0][0].as<double>());
-        result.deadline = core.deadline_for(sent, received, r[0][1].as<double>(), ttl);
+        result.deadline = deadline_for(core.options, sent, received, r[0][1].as<double>(), ttl);
         return result;
     } catch (const connection_error& e) {
         result.error = e.what(); // nothing was sent
@@ -461,19 +411,13 @@ lease client::acquire_permit(std::string_view semaphore_name, int permits, std::
 
 namespace {
 
-// A text[] literal of names: each element double-quoted, with " and \ escaped.
-std::string text_array(const std::vector<std::string>& names) {
-    std::string literal = "{";
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        if (i > 0) literal += ',';
-        literal += '"';
-        for (const char c : names[i]) {
-            if (c == '"' || c == '\\') literal += '\\';
-            literal += c;
-        }
-        literal += '"';
-    }
-    return literal + "}";
+// The names as a JSON array, which the set's statements unpack into text[]
+// (json_quote: the one quoting of text the library writes).
+std::string json_array(const std::vector<std::string>& names) {
+    std::string array = "[";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        array += (i > 0 ? "," : "") + json_quote(names[i]);
+    return array + "]";
 }
 
 } // namespace
@@ -481,15 +425,15 @@ std::string text_array(const std::vector<std::string>& names) {
 std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::string>& lock_names,
                                                       std::optional<std::chrono::milliseconds> wait,
                                                       const lease_options& options) {
+    const auto started = steady_clock::now();
     if (internal::has_policies(options))
         throw invalid_argument_error("lease policies (session_bound, max_hold, min_hold, lock_delay) apply to "
                                      "exclusive leases only, not to a set of locks",
                                      lock_names.empty() ? std::string{} : lock_names.front());
-    const std::string names = text_array(lock_names);
+    const std::string names = json_array(lock_names);
     const std::string set_label = lock_names.empty() ? std::string{} : lock_names.front();
     const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
     const std::string& lease_holder = options.holder.empty() ? m_core->holder : options.holder;
-    const auto ttl_ms = static_cast<long long>(options.ttl.count());
     internal::call_result r;
     steady_clock::time_point sent;
     // One call: dlock.acquire_all waiting `server_wait` in the server, or
@@ -502,10 +446,9 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
             if (server_wait)
                 r = internal::call(s,
                                    std::max(std::chrono::milliseconds{0}, *server_wait) + m_core->options.call_timeout,
-                                   internal::sql::acquire_all, names, ttl_ms,
-                                   static_cast<long long>(server_wait->count()), owner, lease_holder);
+                                   internal::sql::acquire_all, names, options.ttl, *server_wait, owner, lease_holder);
             else
-                r = internal::call(s, m_core->options.call_timeout, internal::sql::try_acquire_all, names, ttl_ms,
+                r = internal::call(s, m_core->options.call_timeout, internal::sql::try_acquire_all, names, options.ttl,
                                    owner, lease_holder);
         } catch (const std::exception& e) {
             if (internal::is_unknown_outcome(e)) {
@@ -544,8 +487,9 @@ std::optional<std::vector<lease>> client::acquire_set(const std::vector<std::str
         const auto row = r[i];
         auto state = std::make_shared<internal::lease_state>();
         state->core = m_core;
-        internal::set_grant(*state, internal::read_grant(*m_core, row, sent, received, options.ttl));
+        internal::set_grant(*state, internal::read_grant(*m_core, row, started, sent, received, options.ttl));
         state->acquired = sent;
+        state->granted = received;
         ++m_core->stats.acquisitions;
         m_core->attach(state, options);
         leases.push_back(lease{std::move(state)});
@@ -567,6 +511,7 @@ std::vector<lease> client::acquire_all(const std::vector<std::string>& lock_name
 
 std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::string_view lock_name,
                                          const lease_options& options) {
+    using internal::milliseconds_text;
     const std::string name{lock_name};
     const std::string owner = options.owner_token.empty() ? m_core->new_owner_token() : options.owner_token;
     const std::string& lease_holder = options.holder.empty() ? m_core->holder : options.holder;
@@ -574,14 +519,11 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
     pqxx::result r;
     try {
         if (internal::has_policies(options))
-            r = txn.exec_params(internal::sql::try_acquire_policies, name, static_cast<long long>(options.ttl.count()),
-                                owner, lease_holder, options.session_bound,
-                                static_cast<long long>(options.max_hold.count()),
-                                static_cast<long long>(options.min_hold.count()),
-                                static_cast<long long>(options.lock_delay.count()));
+            r = txn.exec_params(internal::sql::try_acquire_policies, name, milliseconds_text(options.ttl), owner,
+                                lease_holder, options.session_bound, milliseconds_text(options.max_hold),
+                                milliseconds_text(options.min_hold), milliseconds_text(options.lock_delay));
         else
-            r = txn.exec_params(internal::sql::try_acquire, name, static_cast<long long>(options.ttl.count()), owner,
-                                lease_holder);
+            r = txn.exec_params(internal::sql::try_acquire, name, milliseconds_text(options.ttl), owner, lease_holder);
     } catch (const std::exception& e) {
         if (internal::is_unknown_outcome(e)) ++m_core->stats.unknown_outcomes;
         internal::rethrow_mapped(name, owner);
@@ -592,7 +534,7 @@ std::optional<grant> client::try_acquire(pqxx::transaction_base& txn, std::strin
         return std::nullopt;
     }
     ++m_core->stats.acquisitions;
-    return internal::read_grant(*m_core, r[0], sent, received, options.ttl);
+    return internal::read_grant(*m_core, r[0], sent, sent, received, options.ttl, true);
 }
 
 lease client::adopt(const grant& granted, const lease_options& options) {
@@ -600,6 +542,7 @@ lease client::adopt(const grant& granted, const lease_options& options) {
     state->core = m_core;
     internal::set_grant(*state, granted);
     state->acquired = granted.deadline - granted.ttl;
+    state->granted = state->acquired; // its arrival is not known; this is no later than it
     lease_options opts = options;
     opts.ttl = granted.ttl;
     m_core->attach(state, opts);

@@ -17,7 +17,8 @@
 
 #include <pqxx/pqxx>
 
-#include "json.hpp"
+#include "dlock/json.hpp"
+#include "timing.hpp"
 
 namespace dlock {
 
@@ -27,14 +28,9 @@ namespace {
 
 using std::chrono::duration_cast;
 
-std::chrono::system_clock::time_point from_epoch(double seconds) {
-    return std::chrono::system_clock::time_point{
-        duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds))};
-}
-
 // The "lock_name" member of an event payload for `name`.
 std::string payload_needle(const std::string& name) {
-    return "\"lock_name\":" + internal::json_quote(name);
+    return "\"lock_name\":" + json_quote(name);
 }
 
 constexpr milliseconds wait_step{200};
@@ -126,8 +122,8 @@ struct observer::state {
             leader_info l;
             l.holder = r[0][0].is_null() ? std::string{} : r[0][0].as<std::string>();
             l.fencing_token = r[0][1].as<std::int64_t>();
-            l.since = from_epoch(r[0][2].as<double>());
-            l.lease_until = from_epoch(r[0][3].as<double>());
+            l.since = internal::from_epoch(r[0][2].as<double>());
+            l.lease_until = internal::from_epoch(r[0][3].as<double>());
             now_leader = l;
         }
         bool report = false;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "dlock/options.hpp"
-#include "internal.hpp"
+#include "error_mapping.hpp"
 
 namespace dlock {
 

@@ -1,9 +1,9 @@
 // json.cpp -- JSON strings written the way the pg_dlock server writes them.
-#include "json.hpp"
+#include "dlock/json.hpp"
 
 #include <cstdio>
 
-namespace dlock::internal {
+namespace dlock {
 
 std::string json_quote(std::string_view text) {
     std::string out = "\"";
@@ -30,4 +30,4 @@ std::string json_quote(std::string_view text) {
     return out + "\"";
 }
 
-} // namespace dlock::internal
+} // namespace dlock

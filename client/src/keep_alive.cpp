@@ -10,20 +10,27 @@
 // renewal stuck behind a row lock cannot hold up the others past their slack.
 // The watcher marks a lease lost when its local deadline passes without a
 // confirmed renewal -- even while the renewer is stuck on the network -- and
-// runs on_lost. remove() waits (bounded) for a renewal or callback of the
-// lease in flight, so a released lease is never renewed and its callback
-// never runs afterwards.
+// reports it: to the client's listener, then to on_lost. remove() waits
+// (bounded) for a renewal or callback of the lease in flight, so a released
+// lease is never renewed and its callback never runs afterwards.
 //
 // The threads use only keep_alive::shared, which they co-own: the keep_alive
 // object dies with its client_core, and that can happen on one of these very
 // threads (on_lost dropped the last lease and client, or a renewal held the
 // last reference). The thread then detaches itself and ends on its own state.
+#include "keep_alive.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
 
-#include "internal.hpp"
+#include "core.hpp"
+#include "lease_state.hpp"
 
 namespace dlock::internal {
 
@@ -55,6 +62,7 @@ void renew_one(lease_state& lease, std::unique_ptr<session>& conn, std::chrono::
         // No progress since the last renewal: let the lease run out.
         std::lock_guard<std::mutex> guard{lease.mutex};
         lease.next_renew = now + lease.renew_every;
+        lease.renew_planned = lease.next_renew;
         return;
     }
     renewal r;
@@ -149,14 +157,17 @@ void watch_loop(const shared_state& sh) noexcept {
         }
         sh->reporting = due.get();
         lock.unlock();
+        loss_reason reason{};
+        {
+            std::lock_guard<std::mutex> guard{due->mutex};
+            reason = *due->loss;
+        }
+        due->core->notify.lost(*due, reason);
         if (due->on_lost) {
             lost_lease info;
             info.lock_name = due->name;
             info.fencing_token = due->fencing_token;
-            {
-                std::lock_guard<std::mutex> guard{due->mutex};
-                info.reason = *due->loss;
-            }
+            info.reason = reason;
             try {
                 due->on_lost(info);
             } catch (...) { // NOLINT(bugprone-empty-catch): a callback must not kill the watcher

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
-#include "internal.hpp"
+#include "core.hpp"
+#include "dlock/errors.hpp"
+#include "lease_state.hpp"
 
 namespace dlock {
 namespace internal {
@@ -25,10 +27,19 @@ void lease_state::renewal_refused(bool wake_keep_alive) noexcept {
 }
 
 void lease_state::renewed(const renewal& confirmed) noexcept {
-    std::lock_guard<std::mutex> guard{mutex};
-    deadline = std::max(deadline, confirmed.deadline);
-    lease_until = confirmed.lease_until;
-    next_renew = steady_clock::now() + renew_every;
+    const auto now = steady_clock::now();
+    steady_clock::duration lateness{};
+    steady_clock::duration margin{};
+    {
+        std::lock_guard<std::mutex> guard{mutex};
+        lateness = std::max(steady_clock::duration::zero(), now - renew_planned);
+        margin = deadline - now;
+        deadline = std::max(deadline, confirmed.deadline);
+        lease_until = confirmed.lease_until;
+        next_renew = now + renew_every;
+        renew_planned = next_renew;
+    }
+    core->notify.renewed(*this, lateness, margin);
 }
 
 } // namespace internal
@@ -168,6 +179,7 @@ outcome lease::release() noexcept {
     core.watcher.remove(state.get(), core.options.call_timeout);
     const outcome result = internal::release_lease(core, state->name, state->owner_token);
     state->bound_session.reset(); // a session-bound lease ends with it in any case
+    core.notify.released(*state, result);
     return result;
 }
 

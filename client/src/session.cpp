@@ -1,76 +1,25 @@
-// session.cpp -- the library's own connections and the SQL of its calls.
+// session.cpp -- the library's own connections, and how a call is sent on one.
+#include "session.hpp"
+
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "internal.hpp"
+#include <pqxx/except>
+
+#include "dlock/errors.hpp"
+#include "error_mapping.hpp"
+#include "timing.hpp"
 
 namespace dlock::internal {
 
-// A lease row comes back as five columns, all NULL when the lock is busy: the
-// lease, and how long the server waited between receiving the statement and
-// granting (milliseconds). The extension sets lease_until to its
-// clock_timestamp() at the grant plus the ttl, so the grant time is
-// lease_until - ttl, and statement_timestamp() is when the statement arrived.
-#define DLOCK_LEASE_COLUMNS                                                                                           \
-    "SELECT l.lock_name, l.owner_token::text, l.fencing_token, pg_catalog.date_part('epoch', l.lease_until), "        \
-    "pg_catalog.date_part('epoch', l.lease_until - $2::bigint * interval '1 millisecond' "                            \
-    "- pg_catalog.statement_timestamp()) * 1000 "
+namespace {
 
-namespace sql {
-const char* const try_acquire = DLOCK_LEASE_COLUMNS
-    "FROM dlock.try_acquire($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, '')) l";
-const char* const acquire = DLOCK_LEASE_COLUMNS
-    "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
-    "$4::uuid, NULLIF($5::text, '')) l";
-// The same with the lease policies as named arguments (a duration of 0 is sent as NULL).
-const char* const try_acquire_policies = DLOCK_LEASE_COLUMNS
-    "FROM dlock.try_acquire($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, ''), "
-    "session_bound => $5::boolean, "
-    "max_hold => NULLIF($6::bigint, 0) * interval '1 millisecond', "
-    "min_hold => NULLIF($7::bigint, 0) * interval '1 millisecond', "
-    "lock_delay => NULLIF($8::bigint, 0) * interval '1 millisecond') l";
-const char* const acquire_policies = DLOCK_LEASE_COLUMNS
-    "FROM dlock.acquire($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
-    "$4::uuid, NULLIF($5::text, ''), "
-    "session_bound => $6::boolean, "
-    "max_hold => NULLIF($7::bigint, 0) * interval '1 millisecond', "
-    "min_hold => NULLIF($8::bigint, 0) * interval '1 millisecond', "
-    "lock_delay => NULLIF($9::bigint, 0) * interval '1 millisecond') l";
-// lease_until, and the server-side wait before the renewal (as above).
-const char* const renew = "SELECT pg_catalog.date_part('epoch', r.lease_until), "
-                          "pg_catalog.date_part('epoch', r.lease_until - $3::bigint * interval '1 millisecond' "
-                          "- pg_catalog.statement_timestamp()) * 1000 "
-                          "FROM dlock.renew($1, $2::uuid, $3::bigint * interval '1 millisecond') AS r(lease_until)";
-const char* const release = "SELECT dlock.release($1, $2::uuid)";
-const char* const force_release = "SELECT dlock.force_release($1, $2)";
-// Lock kinds: the same parameter positions as try_acquire/acquire; a
-// semaphore's permits come last.
-const char* const try_acquire_shared = DLOCK_LEASE_COLUMNS
-    "FROM dlock.try_acquire_shared($1, $2::bigint * interval '1 millisecond', $3::uuid, NULLIF($4::text, '')) l";
-const char* const acquire_shared = DLOCK_LEASE_COLUMNS
-    "FROM dlock.acquire_shared($1, $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond', "
-    "$4::uuid, NULLIF($5::text, '')) l";
-const char* const try_acquire_permit = DLOCK_LEASE_COLUMNS
-    "FROM dlock.try_acquire_permit($1, $5::integer, $2::bigint * interval '1 millisecond', $3::uuid, "
-    "NULLIF($4::text, '')) l";
-const char* const acquire_permit = DLOCK_LEASE_COLUMNS
-    "FROM dlock.acquire_permit($1, $6::integer, $2::bigint * interval '1 millisecond', "
-    "$3::bigint * interval '1 millisecond', $4::uuid, NULLIF($5::text, '')) l";
-const char* const try_acquire_all = DLOCK_LEASE_COLUMNS
-    "FROM dlock.try_acquire_all($1::text[], $2::bigint * interval '1 millisecond', $3::uuid, "
-    "NULLIF($4::text, '')) l ORDER BY l.lock_name";
-const char* const acquire_all = DLOCK_LEASE_COLUMNS
-    "FROM dlock.acquire_all($1::text[], $2::bigint * interval '1 millisecond', "
-    "$3::bigint * interval '1 millisecond', $4::uuid, NULLIF($5::text, '')) l ORDER BY l.lock_name";
-} // namespace sql
-
-#undef DLOCK_LEASE_COLUMNS
-
+// `statement` with its placeholders $1, $2, ... replaced by `literals`, each
+// already quoted by the connection (PQescapeLiteral).
 std::string with_literals(std::string_view statement, const std::vector<std::string>& literals) {
     std::string text;
     for (std::size_t i = 0; i < statement.size(); ++i) {
@@ -86,15 +35,30 @@ std::string with_literals(std::string_view statement, const std::vector<std::str
     return text;
 }
 
+// How soon the server notices, while a call runs (an acquire waiting), that
+// the client went away, and gives up the call.
+constexpr std::chrono::milliseconds connection_check_interval{1000};
+
+// The SELECT that sets statement_timeout (the call's bound, statement_timeout_of)
+// and client_connection_check_interval: for the session, or `local` to the
+// transaction (set_config with is_local, as SET LOCAL). As one SELECT it costs
+// the server less than two SET statements.
+std::string settings_select(std::chrono::milliseconds timeout, bool local) {
+    const std::string scope = local ? "true" : "false";
+    return "SELECT pg_catalog.set_config('statement_timeout', '" + milliseconds_text(statement_timeout_of(timeout)) +
+           "', " + scope + "), pg_catalog.set_config('client_connection_check_interval', '" +
+           milliseconds_text(connection_check_interval) + "', " + scope + ")";
+}
+
+// The text of one self-contained call: `statement` with its values as
+// literals (with_literals), after the settings for its transaction
+// (settings_select) -- one simple query. See call().
 std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
                       const std::vector<std::string>& literals) {
-    // set_config(..., true) is SET LOCAL; as one SELECT it costs the server
-    // less than two SET statements.
-    return "SELECT pg_catalog.set_config('statement_timeout', '" +
-           std::to_string(timeout_ms(timeout)) +
-           "', true), pg_catalog.set_config('client_connection_check_interval', '1000', true); " +
-           with_literals(statement, literals);
+    return settings_select(timeout, true) + "; " + with_literals(statement, literals);
 }
+
+} // namespace
 
 std::string bounded_connection_string(const std::string& connection_string,
                                       std::chrono::milliseconds network_timeout) {
@@ -104,7 +68,7 @@ std::string bounded_connection_string(const std::string& connection_string,
         {"keepalives_idle", std::to_string(std::max<long long>(1, ms / 3000))},
         {"keepalives_interval", "1"},
         {"keepalives_count", std::to_string(std::max<long long>(1, ms / 3000))},
-        {"tcp_user_timeout", std::to_string(ms)},
+        {"tcp_user_timeout", milliseconds_text(std::chrono::milliseconds{ms})},
         {"connect_timeout", std::to_string(std::max<long long>(2, ms / 1000))},
     };
     const bool uri = connection_string.rfind("postgresql://", 0) == 0 || connection_string.rfind("postgres://", 0) == 0;
@@ -129,44 +93,6 @@ std::string bounded_connection_string(const std::string& connection_string,
     return result;
 }
 
-const char* call_result::field::text() const {
-    if (is_null()) throw pqxx::conversion_error{"dlock: column " + std::to_string(m_column) + " is null"};
-    return PQgetvalue(m_res, m_row, m_column);
-}
-
-namespace {
-
-// Parses all of `text` as T, the server's text output of its type.
-template <typename T> T parse_number(const char* text) {
-    T value{};
-    const char* end = text + std::strlen(text);
-    const auto [at, ec] = std::from_chars(text, end, value);
-    if (ec != std::errc{} || at != end)
-        throw pqxx::conversion_error{std::string{"dlock: not a number: \""} + text + "\""};
-    return value;
-}
-
-} // namespace
-
-template <> std::string call_result::field::as<std::string>() const {
-    return text();
-}
-
-template <> std::int64_t call_result::field::as<std::int64_t>() const {
-    return parse_number<std::int64_t>(text());
-}
-
-template <> double call_result::field::as<double>() const {
-    return parse_number<double>(text());
-}
-
-template <> bool call_result::field::as<bool>() const {
-    const char* t = text();
-    if (std::strcmp(t, "t") == 0) return true;
-    if (std::strcmp(t, "f") == 0) return false;
-    throw pqxx::conversion_error{std::string{"dlock: not a boolean: \""} + t + "\""};
-}
-
 namespace {
 
 // libpq's last error on conn, without its trailing newline.
@@ -181,7 +107,7 @@ std::string connection_message(const PGconn* conn) {
 
 session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
                  dlock::pooling pooling, std::chrono::milliseconds call_timeout)
-    : m_pooling{pooling}, m_statement_timeout{timeout_ms(call_timeout)} {
+    : m_pooling{pooling}, m_statement_timeout{statement_timeout_of(call_timeout)} {
     m_conn = PQconnectdb(bounded_connection_string(connection_string, network_timeout).c_str());
     if (m_conn == nullptr) throw connection_error{"could not connect: out of memory", {}};
     if (PQstatus(m_conn) != CONNECTION_OK) {
@@ -245,7 +171,7 @@ void session::roll_back() noexcept {
 session::send session::how_to_send(std::chrono::milliseconds timeout) {
     settle();
     if (m_pooling == dlock::pooling::transaction) return send::self_contained;
-    return timeout_ms(timeout) == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
+    return statement_timeout_of(timeout) == m_statement_timeout ? send::prepared : send::prepared_with_local_timeout;
 }
 
 bool session::transaction_pooled() {
@@ -259,8 +185,7 @@ void session::settle() {
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
     // them only on the server process libpq connected to.
-    std::string text = "SELECT pg_catalog.set_config('statement_timeout', '" + std::to_string(m_statement_timeout) +
-                       "', false), pg_catalog.set_config('client_connection_check_interval', '1000', false)";
+    std::string text = settings_select(m_statement_timeout, false);
     if (m_pooling == dlock::pooling::detect)
         text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn));
     if (exec_simple(text).empty()) {
@@ -310,7 +235,7 @@ call_result session::run(std::chrono::milliseconds timeout, const char* statemen
     switch (how_to_send(timeout)) {
     case send::prepared: return exec_prepared(statement, values);
     case send::prepared_with_local_timeout:
-        return exec_pipeline(timeout_ms(timeout), statement, values);
+        return exec_pipeline(timeout, statement, values);
     case send::self_contained: break;
     }
     std::vector<std::string> literals;
@@ -337,11 +262,11 @@ call_result session::exec_prepared(const char* statement, const std::vector<std:
                    statement);
 }
 
-call_result session::exec_pipeline(long long timeout_ms, const char* statement,
+call_result session::exec_pipeline(std::chrono::milliseconds timeout, const char* statement,
                                    const std::vector<std::string>& values) {
     const std::string& set_timeout = prepared(local_statement_timeout);
     const std::string& name = prepared(statement);
-    const std::string timeout_text = std::to_string(timeout_ms);
+    const std::string timeout_text = milliseconds_text(statement_timeout_of(timeout));
     const char* timeout_value = timeout_text.c_str();
     const auto pointers = value_pointers(values);
     if (PQenterPipelineMode(m_conn) != 1 ||

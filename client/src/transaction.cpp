@@ -1,7 +1,9 @@
 // transaction.cpp -- holds, assert_holds, fence and commit in the caller's transaction.
 #include "dlock/transaction.hpp"
 
-#include "internal.hpp"
+#include <pqxx/pqxx>
+
+#include "error_mapping.hpp"
 
 namespace dlock {
 

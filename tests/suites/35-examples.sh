@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the three C++ client examples against the test database, alone and
+# Runs the C++ client examples against the test database, alone and
 # concurrently, and checks what they promise. Ends with "N passed, N failed".
 set -uo pipefail
 
@@ -21,7 +21,7 @@ check() { # check NAME CONDITION-STATUS
 }
 q() { psql -X -A -t -q -c "$1"; }
 
-for exe in inventory_reservation daily_settlement report_generation; do
+for exe in inventory_reservation daily_settlement report_generation lease_histograms; do
 	[ -x "$bin/$exe" ] || { echo "missing $bin/$exe (run make client)"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -84,6 +84,27 @@ built=$(cat "$tmp"/rep? | grep -c "built with fencing token")
 check "report: built exactly once ($built)" $(( built == 1 ? 0 : 1 ))
 "$bin/report_generation" "$report" >"$tmp/rep4" 2>&1 && grep -q "cached" "$tmp/rep4"
 check "report: a later caller reuses it" $?
+
+# --- lease histograms ------------------------------------------------------
+hist="histograms-$RANDOM$RANDOM"
+"$bin/lease_histograms" "$hist" 3 4 >"$tmp/hist" 2>&1
+check "histograms: every lease granted and released (exit 0)" $?
+grep -q "^grants 12, releases 12, renewals [0-9]*, losses 0$" "$tmp/hist"
+check "histograms: the listener saw 12 grants and 12 releases" $?
+# One histogram's buckets, one a line: "<=10 3" (bound, count), ">1000 0".
+buckets() {
+	awk -v want="$1" '/^[a-z]/ { in_it = ($1 == want); next }
+		in_it { split($0, f, "\t"); n = split(f[1], w, " "); print w[1] w[2], w[n] }' "$tmp/hist"
+}
+sum() { awk "$1"' { s += $2 } END { print s + 0 }'; }
+check "histograms: each histogram's buckets add up to 12 ($(buckets wait | sum 1), $(buckets hold | sum 1))" \
+	$(( $(buckets wait | sum 1) == 12 && $(buckets hold | sum 1) == 12 ? 0 : 1 ))
+short_holds=$(buckets hold | sum '$1 == "<=1" || $1 == "<=10"')
+check "histograms: every hold is over 10 ms (the work sleeps 20 ms or more; $short_holds not)" \
+	$(( short_holds == 0 ? 0 : 1 ))
+# Three workers on one lock: some grants wait behind a hold of 20 ms or more.
+slow_grants=$(buckets wait | sum '$1 != "<=1" && $1 != "<=10"')
+check "histograms: some grants waited over 10 ms ($slow_grants)" $(( slow_grants > 0 ? 0 : 1 ))
 
 if [ "$failed" -ne 0 ]; then
 	for f in "$tmp"/*; do echo "--- $(basename "$f")"; cat "$f"; done

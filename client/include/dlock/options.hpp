@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace dlock {
+
+class lease_listener;
 
 /// The clock every deadline is measured on: monotonic, never set back.
 using steady_clock = std::chrono::steady_clock;
@@ -103,6 +106,9 @@ struct client_options {
     std::chrono::milliseconds poll_interval{500};
     /// Whether a pooler stands in between (decides how calls are sent).
     dlock::pooling pooling = pooling::detect;
+    /// Told of every grant, renewal, loss and release of this client's leases
+    /// (dlock/listener.hpp); none by default.
+    std::shared_ptr<lease_listener> listener;
 };
 
 /// Why a lease was marked lost.
