@@ -4,11 +4,14 @@
 
 #include <pqxx/pqxx>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include <dlock/json.hpp>
@@ -64,28 +67,36 @@ std::string duration_field(const pqxx::field& f) {
     return format_duration(std::chrono::milliseconds{static_cast<long long>(f.as<double>() * 1000.0)});
 }
 
-int show_status(const std::string& dsn, const std::string& name, const std::string& prefix, bool all, bool json) {
-    std::unique_ptr<pqxx::connection> conn;
-    try {
-        conn = std::make_unique<pqxx::connection>(dsn);
-    } catch (const std::exception& e) {
-        std::cerr << "dlock: could not connect: " << e.what();
-        return exit_code::unavailable;
-    }
-    pqxx::nontransaction tx{*conn};
+/// What `dlock status` shows: one lock, a prefix or all held ones, in which order.
+struct status_query {
+    std::string name;
+    std::string prefix;
+    std::string sort = "name";
+    bool all = false;
+    bool json = false;
+};
+
+/// Prints dlock.locks as a table or as JSON; true when it found a row.
+bool print_status(pqxx::connection& conn, const status_query& q) {
+    pqxx::nontransaction tx{conn};
     const pqxx::result r =
-        // kind and holders are read through to_jsonb so a 1.1 server (without them) works too
+        // kind, holders and waiters are read through to_jsonb so an older server (without
+        // them) works too; waiters is NULL when pg_dlock is not preloaded
         tx.exec_params("SELECT lock_name, state, holder, fencing_token,"
                        " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
                        " renewals, acquisitions, takeovers,"
                        " coalesce(to_jsonb(l) ->> 'kind', 'exclusive'),"
-                       " coalesce((to_jsonb(l) ->> 'holders')::int, (state = 'held')::int)"
+                       " coalesce((to_jsonb(l) ->> 'holders')::int, (state = 'held')::int),"
+                       " (to_jsonb(l) ->> 'waiters')::int AS waiters"
                        " FROM dlock.locks l"
                        " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
-                       " AND ($3 OR $1 <> '' OR state <> 'free')"
-                       " ORDER BY lock_name",
-                       name, prefix, all);
-    if (json) {
+                       " AND ($3 OR $1 <> '' OR state <> 'free' OR coalesce((to_jsonb(l) ->> 'waiters')::int, 0) > 0)"
+                       " ORDER BY CASE WHEN $4 = 'waiters' THEN coalesce((to_jsonb(l) ->> 'waiters')::int, -1) END"
+                       " DESC NULLS LAST,"
+                       " CASE WHEN $4 = 'held-for' THEN held_for END DESC NULLS LAST, lock_name",
+                       q.name, q.prefix, q.all, q.sort);
+    const auto or_null = [](const pqxx::field& f) { return f.is_null() ? std::string{"null"} : field_text(f); };
+    if (q.json) {
         std::cout << "[";
         for (std::size_t i = 0; i < r.size(); ++i) {
             const auto& row = r[i];
@@ -94,23 +105,24 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
                       << ", \"holder\": " << (row[2].is_null() ? "null" : json_quote(field_text(row[2])))
                       << ", \"kind\": " << json_quote(field_text(row[9]))
                       << ", \"holders\": " << field_text(row[10])
-                      << ", \"fencing_token\": " << (row[3].is_null() ? "null" : field_text(row[3]))
-                      << ", \"held_for_seconds\": " << (row[4].is_null() ? "null" : field_text(row[4]))
-                      << ", \"expires_in_seconds\": " << (row[5].is_null() ? "null" : field_text(row[5]))
-                      << ", \"renewals\": " << (row[6].is_null() ? "null" : field_text(row[6]))
-                      << ", \"acquisitions\": " << (row[7].is_null() ? "null" : field_text(row[7]))
-                      << ", \"takeovers\": " << (row[8].is_null() ? "null" : field_text(row[8])) << "}";
+                      << ", \"waiters\": " << or_null(row[11])
+                      << ", \"fencing_token\": " << or_null(row[3])
+                      << ", \"held_for_seconds\": " << or_null(row[4])
+                      << ", \"expires_in_seconds\": " << or_null(row[5])
+                      << ", \"renewals\": " << or_null(row[6])
+                      << ", \"acquisitions\": " << or_null(row[7])
+                      << ", \"takeovers\": " << or_null(row[8]) << "}";
         }
         std::cout << (r.empty() ? "]\n" : "\n]\n");
-        return exit_code::ok;
+        return !r.empty();
     }
-    std::vector<std::vector<std::string>> rows{
-        {"NAME", "STATE", "HOLDER", "TOKEN", "HELD FOR", "EXPIRES IN", "RENEWALS", "TAKEOVERS", "KIND", "HOLDERS"}};
+    std::vector<std::vector<std::string>> rows{{"NAME", "STATE", "HOLDER", "TOKEN", "HELD FOR", "EXPIRES IN",
+                                                "RENEWALS", "TAKEOVERS", "KIND", "HOLDERS", "WAITERS"}};
     const auto or_dash = [](const pqxx::field& f) { return f.is_null() ? std::string{"-"} : field_text(f); };
     for (const auto& row : r)
         rows.push_back({field_text(row[0]), field_text(row[1]), or_dash(row[2]), or_dash(row[3]),
                         duration_field(row[4]), duration_field(row[5]), or_dash(row[6]), or_dash(row[8]),
-                        field_text(row[9]), field_text(row[10])});
+                        field_text(row[9]), field_text(row[10]), or_dash(row[11])});
     std::vector<std::size_t> width(rows[0].size(), 0);
     for (const auto& row : rows)
         for (std::size_t c = 0; c < row.size(); ++c)
@@ -118,7 +130,7 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
     for (const auto& row : rows) {
         std::string line;
         for (std::size_t c = 0; c < row.size(); ++c) {
-            const bool numeric = c == 3 || c == 6 || c == 7 || c == 9;
+            const bool numeric = c == 3 || c == 6 || c == 7 || c == 9 || c == 10;
             std::string cell = row[c];
             const std::string pad(width[c] - cell.size(), ' ');
             line += (numeric ? pad + cell : cell + pad) + (c + 1 < row.size() ? "  " : "");
@@ -127,8 +139,33 @@ int show_status(const std::string& dsn, const std::string& name, const std::stri
             line.pop_back();
         std::cout << line << "\n";
     }
-    if (r.empty() && (!name.empty() || !prefix.empty())) std::cerr << "dlock: no such lock\n";
-    return exit_code::ok;
+    return !r.empty();
+}
+
+/// `dlock status`: once, or with watch > 0 again every watch on one connection,
+/// the screen cleared first, as top does, until interrupted.
+int show_status(const std::string& dsn, const status_query& q, std::chrono::milliseconds watch) {
+    std::unique_ptr<pqxx::connection> conn;
+    try {
+        conn = std::make_unique<pqxx::connection>(dsn);
+    } catch (const std::exception& e) {
+        std::cerr << "dlock: could not connect: " << e.what();
+        return exit_code::unavailable;
+    }
+    if (watch.count() <= 0) {
+        if (!print_status(*conn, q) && (!q.name.empty() || !q.prefix.empty())) std::cerr << "dlock: no such lock\n";
+        return exit_code::ok;
+    }
+    for (;;) {
+        const std::time_t now = std::time(nullptr);
+        char stamp[32];
+        std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+        std::cout << "\033[H\033[2J" << "every " << format_duration(watch) << ": dlock status"
+                  << (q.sort == "name" ? "" : " --sort " + q.sort) << "    " << stamp << "\n\n";
+        print_status(*conn, q);
+        std::cout << std::flush;
+        std::this_thread::sleep_for(watch);
+    }
 }
 
 struct connection_args {
@@ -244,16 +281,24 @@ Examples:
   */5 * * * * dlock run --holder "$(hostname)" sync-job -- sync.sh   (crontab))TXT");
 
     // status
-    std::string status_name, status_prefix;
-    bool status_json = false, status_all = false;
+    status_query sq;
+    std::string status_watch;
     auto* status = app.add_subcommand("status", "Show locks from dlock.locks");
-    auto* status_name_opt = status->add_option("NAME", status_name, "only this lock");
-    auto* prefix_opt = status->add_option("--prefix", status_prefix, "only locks whose name starts with P");
+    auto* status_name_opt = status->add_option("NAME", sq.name, "only this lock");
+    auto* prefix_opt = status->add_option("--prefix", sq.prefix, "only locks whose name starts with P");
     prefix_opt->excludes(status_name_opt);
-    status->add_flag("--json", status_json, "JSON instead of a table");
-    status->add_flag("--all", status_all, "also list free locks (default: held and expired leases)");
+    auto* status_json_opt = status->add_flag("--json", sq.json, "JSON instead of a table");
+    status->add_flag("--all", sq.all, "also list free locks (default: held and expired leases, and names waited for)");
+    status->add_option("--sort", sq.sort, "order: name, waiters (most waiting sessions first) or held-for (longest first)")
+        ->check(CLI::IsMember({"name", "waiters", "held-for"}))
+        ->capture_default_str();
+    status->add_option("--watch", status_watch, "show it again every INTERVAL (e.g. 2s), as top does, until interrupted")
+        ->expected(0, 1)
+        ->default_str("2s")
+        ->excludes(status_json_opt);
     status->footer(
-        "Examples:\n  dlock status\n  dlock status nightly-report\n  dlock status --prefix settlement: --json");
+        "Examples:\n  dlock status\n  dlock status nightly-report\n  dlock status --prefix settlement: --json\n"
+        "  dlock status --sort waiters --watch 1s   (the most contended names, refreshed every second)");
 
     // acquire
     std::string acq_name, acq_ttl = "30s", acq_wait, acq_holder;
@@ -336,7 +381,12 @@ Examples:
             auto client = make_client(conn);
             return run_under_lease(client, ra);
         }
-        if (status->parsed()) return show_status(dsn, status_name, status_prefix, status_all, status_json);
+        if (status->parsed()) {
+            std::chrono::milliseconds watch{0};
+            if (status->count("--watch") > 0)
+                watch = parse_duration(status_watch.empty() ? std::string{"2s"} : status_watch, "--watch");
+            return show_status(dsn, sq, watch);
+        }
         if (acquire->parsed()) {
             check_lock_name(acq_name);
             dlock::lease_options o;

@@ -110,6 +110,34 @@ for cmd in "run $(unique c) -- true" "status" "acquire $(unique c)" "force-relea
 	expect_status "cannot connect: $cmd (69)" 69 $?
 done
 
+# --- status: waiters, --sort waiters, --watch --------------------------------------------
+hot=$(unique hot)
+cold=$(unique cold)
+"$DLOCK" acquire "$hot" --ttl 1m >/dev/null
+"$DLOCK" acquire "$cold" --ttl 1m >/dev/null
+"$DLOCK" acquire "$hot" --ttl 1m --wait 20s >/dev/null 2>&1 &
+waiter1=$!
+"$DLOCK" acquire "$hot" --ttl 1m --wait 20s >/dev/null 2>&1 &
+waiter2=$!
+two_waiting() { [ "$(q "SELECT dlock.waiters('$hot')")" = 2 ]; }
+wait_for two_waiting
+out=$("$DLOCK" status "$hot" --json)
+grep -q '"waiters": 2' <<<"$out"
+check "status --json: the two sessions waiting for the lock" $?
+out=$("$DLOCK" status --prefix cli- --sort waiters)
+[ "$(awk 'NR == 1 { print $NF }' <<<"$out")" = WAITERS ] && [ "$(awk 'NR == 2 { print $1, $NF }' <<<"$out")" = "$hot 2" ]
+check "status --sort waiters: a WAITERS column, the name most waited for first" $?
+[ "$(awk -v c="$cold" '$1 == c { print $NF }' <<<"$out")" = 0 ]
+check "status: a held name nobody waits for shows 0 waiters" $?
+out=$(timeout 1.5 "$DLOCK" status --prefix "$hot" --watch 300ms)
+[ "$(grep -c 'every 300ms: dlock status' <<<"$out")" -ge 2 ] && grep -q "^$hot " <<<"$out"
+check "status --watch shows the table again and again until interrupted" $?
+"$DLOCK" status --json --watch 1s >/dev/null 2>&1
+expect_status "status: --json with --watch is a usage error (64)" 64 $?
+kill "$waiter1" "$waiter2" 2>/dev/null
+wait "$waiter1" "$waiter2" 2>/dev/null
+q "SELECT dlock.force_release(n, 'cli test') FROM unnest(ARRAY['$hot', '$cold']) n" >/dev/null
+
 # --- help and version ------------------------------------------------------------------
 for cmd in "" run status acquire renew release force-release; do
 	# shellcheck disable=SC2086
