@@ -43,6 +43,59 @@ TEST_F(lock_kinds_test, readers_share_and_keep_a_writer_out_until_they_leave) {
     EXPECT_FALSE(a.try_acquire_shared(name, ttl(30s)).has_value());
 }
 
+TEST_F(lock_kinds_test, a_downgraded_lease_is_shared_with_a_higher_token_and_keeps_writers_out) {
+    const auto name = unique_name("downgrade");
+    dlock::client owner;
+    dlock::client reader;
+    dlock::client writer;
+    auto w = owner.try_acquire(name, ttl(900ms));
+    ASSERT_TRUE(w.has_value());
+    const std::int64_t exclusive_token = w->fencing_token();
+    const std::string owner_token = w->owner_token();
+    EXPECT_EQ(w->downgrade(), dlock::outcome::done);
+    EXPECT_GT(w->fencing_token(), exclusive_token);
+    EXPECT_EQ(w->owner_token(), owner_token);
+    // the old token no longer passes holds(), the new one does
+    const auto held = [&](std::int64_t token) {
+        return sql("SELECT dlock.holds('" + admin().esc(name) + "', " + std::to_string(token) + ")")[0][0].as<bool>();
+    };
+    EXPECT_FALSE(held(exclusive_token));
+    EXPECT_TRUE(held(w->fencing_token()));
+    // a shared lease now: readers join, writers stay out
+    EXPECT_EQ(holders_of(name), 1);
+    auto r = reader.try_acquire_shared(name, ttl(30s));
+    EXPECT_TRUE(r.has_value());
+    EXPECT_FALSE(writer.try_acquire(name, ttl(30s)).has_value());
+    // the keep-alive renews the shared lease past its ttl
+    std::this_thread::sleep_for(2500ms);
+    EXPECT_TRUE(w->valid());
+    EXPECT_TRUE(held(w->fencing_token()));
+    // no second downgrade: it is not an exclusive lease any more
+    EXPECT_EQ(w->downgrade(), dlock::outcome::refused);
+    EXPECT_TRUE(w->valid());
+    EXPECT_EQ(w->release(), dlock::outcome::done);
+    EXPECT_EQ(r->release(), dlock::outcome::done);
+    EXPECT_TRUE(writer.try_acquire(name, ttl(30s)).has_value());
+}
+
+TEST_F(lock_kinds_test, a_lease_with_a_policy_is_not_downgraded) {
+    const auto name = unique_name("downgrade-policy");
+    dlock::client c;
+    dlock::lease_options o = ttl(30s);
+    o.max_hold = 60s;
+    auto w = c.try_acquire(name, o);
+    ASSERT_TRUE(w.has_value());
+    try {
+        (void)w->downgrade();
+        ADD_FAILURE() << "downgrade of a lease with max_hold did not throw";
+    } catch (const dlock::server_error& e) {
+        EXPECT_EQ(e.sqlstate(), "0A000");
+    }
+    EXPECT_TRUE(w->valid());
+    EXPECT_EQ(column_of(name, "holders"), 1);
+    EXPECT_EQ(state_of(name), "held");
+}
+
 TEST_F(lock_kinds_test, a_semaphore_admits_its_permits_and_no_more) {
     const auto name = unique_name("sem");
     dlock::client c;

@@ -313,6 +313,32 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
     }
 }
 
+downgrading downgrade_lease(client_core& core, session& s, const std::string& name,
+                            const std::string& owner_token) {
+    downgrading result;
+    try {
+        const call_result r = call(s, core.options.call_timeout, sql::downgrade, name, owner_token);
+        if (s.commit_uncertain()) {
+            ++core.stats.unknown_outcomes;
+            return result;
+        }
+        if (r.size() != 1 || r[0][0].is_null()) {
+            result.result = outcome::refused;
+            return result;
+        }
+        result.result = outcome::done;
+        result.fencing_token = r[0][0].as<std::int64_t>();
+        return result;
+    } catch (const std::exception& e) {
+        if (is_unknown_outcome(e)) {
+            ++core.stats.unknown_outcomes;
+            return result;
+        }
+        rethrow_mapped(name, owner_token);
+    }
+    return result;
+}
+
 outcome release_lease(client_core& core, const std::string& name, const std::string& owner_token) noexcept {
     try {
         bool uncertain = false;

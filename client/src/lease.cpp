@@ -69,7 +69,7 @@ const std::string& lease::name() const noexcept {
     return m_state ? m_state->name : empty_text;
 }
 std::int64_t lease::fencing_token() const noexcept {
-    return m_state ? m_state->fencing_token : 0;
+    return m_state ? m_state->fencing_token.load() : 0;
 }
 const std::string& lease::owner_token() const noexcept {
     return m_state ? m_state->owner_token : empty_text;
@@ -163,6 +163,25 @@ outcome lease::renew() {
     if (r.result == outcome::done) s.renewed(r);
     if (r.result == outcome::refused) s.renewal_refused(true);
     return r.result;
+}
+
+outcome lease::downgrade() {
+    if (!m_state) return outcome::refused;
+    internal::lease_state& s = *m_state;
+    internal::client_core& core = *s.core;
+    {
+        std::lock_guard<std::mutex> guard{s.mutex};
+        if (s.released || s.loss) return outcome::refused;
+    }
+    std::optional<internal::checked_out> held;
+    try {
+        held.emplace(core);
+    } catch (const connection_error&) {
+        return outcome::unknown; // nothing was sent: the lease is as it was
+    }
+    const internal::downgrading d = internal::downgrade_lease(core, **held, s.name, s.owner_token);
+    if (d.result == outcome::done) s.fencing_token = d.fencing_token;
+    return d.result;
 }
 
 outcome lease::release() noexcept {

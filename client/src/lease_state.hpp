@@ -37,7 +37,8 @@ struct lease_state {
     std::shared_ptr<client_core> core;
     std::string name;
     std::string owner_token;
-    std::int64_t fencing_token = 0;
+    /// changed by a downgrade while other threads may read it
+    std::atomic<std::int64_t> fencing_token{0};
     std::chrono::milliseconds ttl{0};
     std::chrono::milliseconds renew_every{0};
     bool keep_alive = true;

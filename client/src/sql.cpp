@@ -45,6 +45,8 @@ const char* const renew = "SELECT pg_catalog.date_part('epoch', r.lease_until), 
                           "- pg_catalog.statement_timestamp()) * 1000 "
                           "FROM dlock.renew($1, $2::uuid, $3::bigint * interval '1 millisecond') AS r(lease_until)";
 const char* const release = "SELECT dlock.release($1, $2::uuid)";
+// the shared lease's token; no row's columns are NULL when nothing was downgraded
+const char* const downgrade = "SELECT d.fencing_token FROM dlock.downgrade($1, $2::uuid) d";
 const char* const force_release = "SELECT dlock.force_release($1, $2)";
 // Lock kinds: the same parameter positions as try_acquire/acquire; a
 // semaphore's permits come last.

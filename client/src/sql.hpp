@@ -22,6 +22,7 @@ extern const char* const try_acquire_policies;
 extern const char* const acquire_policies;
 extern const char* const renew;
 extern const char* const release;
+extern const char* const downgrade;
 extern const char* const force_release;
 // lock kinds
 extern const char* const try_acquire_shared;

@@ -75,6 +75,19 @@ public:
     /// ends at its ttl at the latest).
     [[nodiscard]] outcome release() noexcept;
 
+    /// Turns this exclusive lease into a shared lease in one step
+    /// (dlock.downgrade): the same owner token and end, a new and higher
+    /// fencing token, which fencing_token() returns from then on (the old one
+    /// no longer passes holds()); no writer can take the lock in between, and
+    /// the keep-alive goes on renewing the shared lease. done: downgraded;
+    /// refused: this owner holds no live exclusive lease of the name (already
+    /// shared, released or lost; the lease is left as it was); unknown: not
+    /// confirmed (connection broken, call timeout): which token is live is not
+    /// known, so release the lease. A lease granted with session_bound,
+    /// max_hold or min_hold throws server_error (0A000): shared leases carry no
+    /// policy. There is no upgrade.
+    [[nodiscard]] outcome downgrade();
+
     /// Gives the lease up without releasing it: stops the keep-alive and returns
     /// what is needed to renew or release it later by owner token (e.g. from
     /// another process). The lease then runs out at its ttl unless renewed.
