@@ -715,7 +715,9 @@ void parallel_each(std::vector<worker>& ws, const std::function<void(worker&)>& 
 
 int case_keepalive(const bench_config& cfg, sink& out) {
     const std::string id = "keep-alive";
-    auto systems = choose_systems(id, cfg, {"dlock-sql", "dlock-cpp", "sql-lease", "redis", "floor-update"}, out);
+    // Fenced renewals commit asynchronously: measured beside the durable ones.
+    auto systems =
+        choose_systems(id, cfg, {"dlock-sql", "dlock-fenced", "dlock-cpp", "sql-lease", "redis", "floor-update"}, out);
     int c = choose_clients(cfg, {8}).front();
     std::map<std::string, std::vector<worker>> pools;
     std::map<std::string, aggregate> aggs;
