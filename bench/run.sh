@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-# Case sizes. With the defaults a run takes about 13 minutes on a 2-core
+# Case sizes. With the defaults a run takes about 14 minutes on a 2-core
 # machine; the churn stops at its cycle target or its time cap, whichever
 # comes first, and the results say how many cycles it did.
 warmup=0.3
