@@ -6,7 +6,7 @@
 #   bench/run.sh [--quick] [--cases "uncontended contended ..."] [--duration S] [--rounds N]
 #                [--keep] [-- extra dlock_bench options]
 #
-#   --quick      about 2 minutes: 1 s runs, one round, smaller scale and keep-alive
+#   --quick      about 3 minutes: 1 s runs, one round, smaller scale and keep-alive
 #   --cases      which cases to run, by name (default: all): uncontended,
 #                contended, scale (latency against lock rows), churn (size and
 #                HOT share after churn), keep-alive, business-write,
