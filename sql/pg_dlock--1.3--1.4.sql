@@ -47,3 +47,16 @@ AS 'MODULE_PATHNAME', 'dlock_durability_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION dlock.durability_stats() IS
 'this server life''s token epoch in this database (NULL before its first grant) and whether fenced grants marked it; transactions that changed leases and committed durably, and without the WAL flush (releases, and grants and renewals under dlock.durability = fenced), since server start or dlock.stats_reset()';
+
+-- Expire events for shared leases and permits: the slots whose expiry the
+-- expiry worker reported, as dlock.expiry_reported does for lock rows
+
+CREATE TABLE dlock.holder_expiry_reported (
+	lock_name text NOT NULL,
+	slot integer NOT NULL,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (lock_name, slot)
+);
+COMMENT ON TABLE dlock.holder_expiry_reported IS
+'fencing token of the last shared lease or permit per slot whose expiry the expiry worker reported';
+REVOKE ALL ON dlock.holder_expiry_reported FROM PUBLIC;
