@@ -380,16 +380,19 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
 		1, {TEXTOID}
 	},
-	/* token_epoch.c: the newest epoch, marked fenced if any life marked it */
+	/*
+	 * token_epoch.c: the newest epoch, with the server life that marked it
+	 * fenced if one did
+	 */
 	[PLAN_EPOCH_NEWEST - FIRST_KIND_PLAN] = {
-		"SELECT e.epoch, e.fenced FROM dlock.token_epoch e"
+		"SELECT e.epoch, e.fenced, e.server_life FROM dlock.token_epoch e"
 		" ORDER BY e.epoch DESC, e.fenced DESC LIMIT 1",
 		0, {InvalidOid}
 	},
 	/* rows are only added, so that first grants of a life never wait */
 	[PLAN_EPOCH_RECORD - FIRST_KIND_PLAN] = {
-		"INSERT INTO dlock.token_epoch (epoch, fenced) VALUES ($1, $2)",
-		2, {INT4OID, BOOLOID}
+		"INSERT INTO dlock.token_epoch (epoch, fenced, server_life) VALUES ($1, $2, $3)",
+		3, {INT4OID, BOOLOID, INT8OID}
 	},
 	/*
 	 * The expiry worker on holder slots, as PLAN_EXPIRY_REPORT on lock
