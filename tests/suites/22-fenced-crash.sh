@@ -32,7 +32,8 @@ cleanup
 drive() {
 	local out
 	out=$(mktemp)
-	python3 "$root/tests/lib/fenced_crash.py" "$@" | tee "$out"
+	# FENCED_CRASH_ARGS: more options for the driver (--seed N to repeat a run)
+	python3 "$root/tests/lib/fenced_crash.py" "$@" ${FENCED_CRASH_ARGS:-} | tee "$out"
 	passed=$((passed + $(grep -c '^ok ' "$out")))
 	failed=$((failed + $(grep -c '^FAILED ' "$out")))
 	grep -q '^fenced_crash: ' "$out" || { echo "FAILED  fenced_crash.py $1 ended early"; failed=$((failed + 1)); }
@@ -77,7 +78,7 @@ promote_run() {
 	"$cluster" destroy "$standby_dir" >/dev/null 2>&1
 	mkdir -p "$standby_dir" && chown postgres: "$standby_dir"
 	runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$port" -U postgres \
-		-D "$standby_dir/data" -R -X stream >/dev/null || return 1
+		-D "$standby_dir/data" -R -X stream -c fast >/dev/null || return 1
 	{
 		echo "port = $standby_port"
 		echo "unix_socket_directories = '$standby_dir'"
