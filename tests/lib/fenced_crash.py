@@ -25,10 +25,8 @@ Prints one line per check, "ok      ..." or "FAILED  ...", for the suite to coun
 """
 
 import argparse
-import glob
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -319,42 +317,10 @@ def epoch(port):
     return int(v) if v else None
 
 
-def postmaster_pid(datadir):
-    with open(os.path.join(datadir, "postmaster.pid")) as f:
-        return int(f.readline())
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return not any(l.startswith("State:") and "Z" in l.split()[1] for l in f)
-    except OSError:
-        return False
-
-
 def crash(directory, how):
     """Ends the server without a shutdown checkpoint: pg_ctl stop -m immediate,
-    or SIGKILL of the postmaster (its children exit when they notice)."""
-    if how == "immediate":
-        subprocess.run([CLUSTER, "crash", directory], check=True)
-        return
-    pm = postmaster_pid(os.path.join(directory, "data"))
-    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pm)], capture_output=True,
-                              text=True).stdout.split()
-    os.kill(pm, signal.SIGKILL)
-    deadline = time.time() + 30
-    while time.time() < deadline and any(alive(int(c)) for c in children + [str(pm)]):
-        time.sleep(0.05)
-    # the server could not start while an orphaned backend still has the shared memory
-    for c in children:
-        if alive(int(c)):
-            os.kill(int(c), signal.SIGKILL)
-    # A killed postmaster nobody reaps stays a zombie, which the next start takes
-    # for a live postmaster: its lock files go, as an administrator would remove them.
-    if not alive(pm):
-        for path in [os.path.join(directory, "data", "postmaster.pid")] + \
-                glob.glob(os.path.join(directory, ".s.PGSQL.*")):
-            os.remove(path)
+    or SIGKILL of the postmaster."""
+    subprocess.run([CLUSTER, "crash" if how == "immediate" else "kill", directory], check=True)
 
 
 def restart(directory):
