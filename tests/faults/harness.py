@@ -374,7 +374,7 @@ pidfile = {d}/pgbouncer.pid
     def start_workers(self, conninfo, extra_args=None, per_worker=None, env_for=None):
         prof = self.h.profile
         n = prof["workers"]
-        self.duration_ms = prof["duration"] * 1000
+        self.duration_ms = max(prof["duration"], self.sc.get("min_duration", 0)) * 1000
         self.worker_spawn = (conninfo, extra_args)
         for i in range(1, n + 1):
             wid = f"w{i}"
@@ -1317,7 +1317,7 @@ SCENARIOS = [
      "checks": {"session_takeover": True}},
     # The harness's own grants go to history/h.jsonl, so the standard history has them too.
     {"name": "17-fenced-crash", "title": "fenced grants (no WAL flush wait), crash restarts lose some",
-     "run": s_fenced_crash, "checks": {"min_lost_grants": 1}},
+     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True,
      "standard_expect_violations": True},
@@ -1348,7 +1348,7 @@ SCENARIOS = [
      "expect_violations": ["extra"]},
     {"name": "N8-fenced-crash-no-epoch",
      "title": "negative control: fenced grants through crashes, token epoch never moved",
-     "run": s_fenced_crash, "ignore_epoch": True, "negative_control": True,
+     "run": s_fenced_crash, "min_duration": 16, "ignore_epoch": True, "negative_control": True,
      "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
      "standard_expect_violations": True},
 ]
