@@ -891,11 +891,11 @@ def s_fenced_crash(run):
             how = "immediate stop" if rounds % 2 else "SIGKILL of the postmaster"
             paused = [p for p in run.workers.values() if p.poll() is None]
             run.fault_start("crash", None, how=how, round=rounds)
-            t_crash = now_ns()
             for p in paused:
                 os.kill(p.pid, signal.SIGSTOP)
             time.sleep(0.2)  # what the workers had sent completes
             got = client.fenced_grant(run.primary, run.ttl_ms, 1.5 * run.ttl_ms / 1000.0, run.rng)
+            t_crash = now_ns()  # every grant acknowledged before this the server may have lost
             if rounds % 2:
                 run.primary.crash()
             else:
