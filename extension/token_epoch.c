@@ -57,8 +57,12 @@
 #include "token.h"
 #include "token_epoch.h"
 
-/* Databases whose epoch shared memory remembers */
-#define EPOCH_ENTRIES 128
+/*
+ * Databases whose epoch shared memory remembers. A database that finds no
+ * room is not marked: its fenced grants commit durably, so that it never
+ * has to move the epoch at each backend's first grant.
+ */
+#define EPOCH_ENTRIES 1024
 
 typedef struct EpochEntry
 {
@@ -114,11 +118,30 @@ dlock_epoch_shmem_init(void)
 }
 
 /*
+ * The entry of the current database, or a free one to take: probed from
+ * the database's OID on, so a lookup usually reads one entry. NULL when
+ * every entry belongs to another database. Caller holds the mutex.
+ */
+static EpochEntry *
+database_entry(void)
+{
+	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	{
+		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % EPOCH_ENTRIES];
+
+		if (entry->dbid == MyDatabaseId || entry->dbid == InvalidOid)
+			return entry;
+	}
+	return NULL;
+}
+
+/*
  * The epoch this life uses for epoch_table, if known.
  */
 static bool
 known_epoch(Oid epoch_table, EpochState *state)
 {
+	EpochEntry *entry;
 	bool		found = false;
 
 	if (recorded.epoch_table == epoch_table)
@@ -132,21 +155,32 @@ known_epoch(Oid epoch_table, EpochState *state)
 		return local.epoch_table == epoch_table;
 	}
 	SpinLockAcquire(&epoch_shared->mutex);
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	entry = database_entry();
+	if (entry != NULL && entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
 	{
-		EpochEntry *entry = &epoch_shared->entries[i];
-
-		if (entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
-		{
-			state->epoch_table = epoch_table;
-			state->epoch = entry->epoch;
-			state->fenced = entry->fenced;
-			found = true;
-			break;
-		}
+		state->epoch_table = epoch_table;
+		state->epoch = entry->epoch;
+		state->fenced = entry->fenced;
+		found = true;
 	}
 	SpinLockRelease(&epoch_shared->mutex);
 	return found;
+}
+
+/*
+ * Whether shared memory has room to remember this database's epoch.
+ */
+static bool
+database_has_entry(void)
+{
+	bool		room;
+
+	if (epoch_shared == NULL)
+		return false;
+	SpinLockAcquire(&epoch_shared->mutex);
+	room = database_entry() != NULL;
+	SpinLockRelease(&epoch_shared->mutex);
+	return room;
 }
 
 /*
@@ -157,7 +191,7 @@ known_epoch(Oid epoch_table, EpochState *state)
 static void
 publish(const EpochState *state)
 {
-	EpochEntry *slot = NULL;
+	EpochEntry *slot;
 
 	if (epoch_shared == NULL)
 	{
@@ -165,18 +199,7 @@ publish(const EpochState *state)
 		return;
 	}
 	SpinLockAcquire(&epoch_shared->mutex);
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
-	{
-		EpochEntry *entry = &epoch_shared->entries[i];
-
-		if (entry->dbid == MyDatabaseId)
-		{
-			slot = entry;
-			break;
-		}
-		if (slot == NULL && entry->dbid == InvalidOid)
-			slot = entry;
-	}
+	slot = database_entry();
 	if (slot != NULL &&
 		(slot->dbid != MyDatabaseId || slot->epoch_table != state->epoch_table ||
 		 state->epoch > slot->epoch ||
@@ -248,6 +271,16 @@ start_life(Oid epoch_table, EpochState *state)
 static void
 mark_fenced(EpochState *state)
 {
+	if (!database_has_entry())
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("dlock.durability = fenced is not available in this database"),
+				 errdetail("pg_dlock's shared memory remembers the token epochs of %d databases, all in use; the grant commits durably.",
+						   EPOCH_ENTRIES)));
+		dlock_require_durable_commit();
+		return;
+	}
 	if (state->epoch >= DLOCK_EPOCHS - 1)
 	{
 		ereport(WARNING,
