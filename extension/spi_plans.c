@@ -386,13 +386,16 @@ static const DlockPlanDef kind_plan_defs[] = {
 	 */
 	[PLAN_EPOCH_NEWEST - FIRST_KIND_PLAN] = {
 		"SELECT e.epoch, e.fenced, e.server_life FROM dlock.token_epoch e"
+		" WHERE e.system_identifier = $1 AND e.timeline = $2"
 		" ORDER BY e.epoch DESC, e.fenced DESC LIMIT 1",
-		0, {InvalidOid}
+		2, {INT8OID, INT4OID}
 	},
 	/* rows are only added, so that first grants of a life never wait */
 	[PLAN_EPOCH_RECORD - FIRST_KIND_PLAN] = {
-		"INSERT INTO dlock.token_epoch (epoch, fenced, server_life) VALUES ($1, $2, $3)",
-		3, {INT4OID, BOOLOID, INT8OID}
+		"INSERT INTO dlock.token_epoch"
+		" (system_identifier, timeline, epoch, fenced, server_life)"
+		" VALUES ($1, $2, $3, $4, $5)",
+		5, {INT8OID, INT4OID, INT4OID, BOOLOID, INT8OID}
 	},
 	/*
 	 * The expiry worker on holder slots, as PLAN_EXPIRY_REPORT on lock

@@ -58,16 +58,16 @@ dlock_token_timeline(void)
 #define MAX_GENERATION ((INT64CONST(1) << (63 - DLOCK_COUNTER_BITS)) - 1)
 
 /*
- * The history position of a grant made now in token epoch "epoch": one
- * step per epoch, and every epoch of a timeline below every position of
- * the next timeline. Epoch 0 of timeline 1 is 1, the value tokens of 1.3
+ * The history position of a grant made on "timeline" in token epoch
+ * "epoch": one step per epoch, and every epoch of a timeline below every
+ * position of the next timeline. Epoch 0 of timeline 1 is 1, the value tokens of 1.3
  * and before carried for timeline 1.
  */
 int32
-dlock_token_history(int32 epoch)
+dlock_token_history(int32 timeline, int32 epoch)
 {
 	Assert(epoch >= 0 && epoch < DLOCK_EPOCHS);
-	return (dlock_token_timeline() - 1) * DLOCK_EPOCHS + epoch + 1;
+	return (timeline - 1) * DLOCK_EPOCHS + epoch + 1;
 }
 
 /*

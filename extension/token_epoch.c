@@ -11,8 +11,11 @@
  * their generation (token.c), and a server life that follows a life with
  * fenced grants grants in a new epoch, above every token of the old one:
  *
- * - dlock.token_epoch holds the epochs used. Rows are only added, never
- *   updated, so the first grants of a life never wait for each other.
+ * - dlock.token_epoch holds the epochs used, per cluster (system identifier)
+ *   and timeline: a promotion starts a timeline whose history positions are
+ *   all above the old one's, and its epochs start again at 0. Rows are only
+ *   added, never updated, so the first grants of a life never wait for each
+ *   other.
  * - The first fenced grant of a life records (epoch, fenced = true) and
  *   commits durably. Only once that has committed -- it is then published
  *   in shared memory -- may fenced grants commit without the flush.
@@ -33,7 +36,7 @@
  *
  * The epochs of a timeline are bounded (DLOCK_EPOCHS); when the last one is
  * reached, fenced grants commit durably instead, with a warning, so the
- * epoch never has to move past it.
+ * epoch never has to move past it; the next timeline starts again at 0.
  *
  * IDENTIFICATION
  *	  extension/token_epoch.c
@@ -44,6 +47,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -71,6 +75,7 @@ typedef struct EpochEntry
 	Oid			dbid;			/* InvalidOid: free */
 	Oid			epoch_table;	/* a new extension in the database is a
 								 * new table */
+	int32		timeline;		/* a promotion starts a new one */
 	int32		epoch;
 	bool		fenced;			/* marked fenced, durably, in this life */
 } EpochEntry;
@@ -88,15 +93,16 @@ static EpochShared *epoch_shared = NULL;
 typedef struct EpochState
 {
 	Oid			epoch_table;	/* InvalidOid: nothing */
+	int32		timeline;
 	int32		epoch;
 	bool		fenced;
 } EpochState;
 
 /* without shared memory: the epoch read, kept for the backend's life */
-static EpochState local = {InvalidOid, 0, false};
+static EpochState local = {InvalidOid, 0, 0, false};
 
 /* what this transaction recorded, published when it commits */
-static EpochState recorded = {InvalidOid, 0, false};
+static EpochState recorded = {InvalidOid, 0, 0, false};
 
 /* the subtransaction that recorded it: undone if that one rolls back */
 static SubTransactionId recorded_in = InvalidSubTransactionId;
@@ -144,15 +150,15 @@ database_entry(void)
 }
 
 /*
- * The epoch this life uses for epoch_table, if known.
+ * The epoch this life uses for epoch_table on timeline, if known.
  */
 static bool
-known_epoch(Oid epoch_table, EpochState *state)
+known_epoch(Oid epoch_table, int32 timeline, EpochState *state)
 {
 	EpochEntry *entry;
 	bool		found = false;
 
-	if (recorded.epoch_table == epoch_table)
+	if (recorded.epoch_table == epoch_table && recorded.timeline == timeline)
 	{
 		*state = recorded;
 		return true;
@@ -160,13 +166,15 @@ known_epoch(Oid epoch_table, EpochState *state)
 	if (epoch_shared == NULL)
 	{
 		*state = local;
-		return local.epoch_table == epoch_table;
+		return local.epoch_table == epoch_table && local.timeline == timeline;
 	}
 	SpinLockAcquire(&epoch_shared->mutex);
 	entry = database_entry();
-	if (entry != NULL && entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
+	if (entry != NULL && entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table &&
+		entry->timeline == timeline)
 	{
 		state->epoch_table = epoch_table;
+		state->timeline = timeline;
 		state->epoch = entry->epoch;
 		state->fenced = entry->fenced;
 		found = true;
@@ -210,11 +218,14 @@ publish(const EpochState *state)
 	slot = database_entry();
 	if (slot != NULL &&
 		(slot->dbid != MyDatabaseId || slot->epoch_table != state->epoch_table ||
-		 state->epoch > slot->epoch ||
-		 (state->epoch == slot->epoch && state->fenced)))
+		 state->timeline > slot->timeline ||
+		 (state->timeline == slot->timeline &&
+		  (state->epoch > slot->epoch ||
+		   (state->epoch == slot->epoch && state->fenced)))))
 	{
 		slot->dbid = MyDatabaseId;
 		slot->epoch_table = state->epoch_table;
+		slot->timeline = state->timeline;
 		slot->epoch = state->epoch;
 		slot->fenced = state->fenced;
 	}
@@ -232,35 +243,41 @@ this_life(void)
 }
 
 static void
-record_epoch(Oid epoch_table, int32 epoch, bool fenced)
+record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 {
-	Datum		values[3] = {Int32GetDatum(epoch), BoolGetDatum(fenced),
+	Datum		values[5] = {Int64GetDatum((int64) GetSystemIdentifier()),
+		Int32GetDatum(timeline), Int32GetDatum(epoch), BoolGetDatum(fenced),
 	Int64GetDatum(this_life())};
 
 	(void) dlock_execute(PLAN_EPOCH_RECORD, values, NULL, 0);
 	dlock_require_durable_commit();
 	recorded.epoch_table = epoch_table;
+	recorded.timeline = timeline;
 	recorded.epoch = epoch;
 	recorded.fenced = fenced;
 	recorded_in = GetCurrentSubTransactionId();
 }
 
 /*
- * The first grant of a life: the newest epoch, or the next one if another
- * life granted in it without the flush.
+ * The first grant of a life on timeline: the newest epoch of the cluster's
+ * timeline (none: 0), or the next one if another life granted in it
+ * without the flush.
  */
 static void
-start_life(Oid epoch_table, EpochState *state)
+start_life(Oid epoch_table, int32 timeline, EpochState *state)
 {
 	bool		isnull;
 	bool		marked_here = false;
+	Datum		values[2] = {Int64GetDatum((int64) GetSystemIdentifier()),
+	Int32GetDatum(timeline)};
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_dlock: SPI_connect failed");
 	state->epoch_table = epoch_table;
+	state->timeline = timeline;
 	state->epoch = 0;
 	state->fenced = false;
-	if (dlock_execute(PLAN_EPOCH_NEWEST, NULL, NULL, 1) == 1)
+	if (dlock_execute(PLAN_EPOCH_NEWEST, values, NULL, 1) == 1)
 	{
 		state->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 												   SPI_tuptable->tupdesc, 1, &isnull));
@@ -274,7 +291,7 @@ start_life(Oid epoch_table, EpochState *state)
 		/* marking refuses the last epoch, so there is a next one */
 		state->epoch++;
 		state->fenced = false;
-		record_epoch(epoch_table, state->epoch, false);
+		record_epoch(epoch_table, timeline, state->epoch, false);
 	}
 	else
 		publish(state);
@@ -306,13 +323,13 @@ mark_fenced(EpochState *state)
 				 errmsg("dlock.durability = fenced is not available on this timeline any more"),
 				 errdetail("Its last token epoch, %d, is in use; the grant commits durably.",
 						   state->epoch),
-				 errhint("A failover to a new timeline makes fenced grants available again.")));
+				 errhint("The epochs start again on a new timeline, after a failover.")));
 		dlock_require_durable_commit();
 		return;
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_dlock: SPI_connect failed");
-	record_epoch(state->epoch_table, state->epoch, true);
+	record_epoch(state->epoch_table, state->timeline, state->epoch, true);
 	SPI_finish();
 	state->fenced = true;
 }
@@ -327,19 +344,20 @@ static int32
 grant_history(bool fenced)
 {
 	Oid			epoch_table = dlock_catalog()->epoch_table;
+	int32		timeline = dlock_token_timeline();
 	EpochState	state;
 
 	if (!OidIsValid(epoch_table))
 	{
 		if (fenced)
 			dlock_require_durable_commit();
-		return dlock_token_timeline();
+		return timeline;
 	}
-	if (!known_epoch(epoch_table, &state))
-		start_life(epoch_table, &state);
+	if (!known_epoch(epoch_table, timeline, &state))
+		start_life(epoch_table, timeline, &state);
 	if (fenced && !state.fenced)
 		mark_fenced(&state);
-	return dlock_token_history(state.epoch);
+	return dlock_token_history(timeline, state.epoch);
 }
 
 /*
@@ -416,7 +434,8 @@ dlock_durability_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_dlock: return type must be a row type");
-	if (known_epoch(dlock_catalog()->epoch_table, &state))
+	if (!RecoveryInProgress() &&
+		known_epoch(dlock_catalog()->epoch_table, dlock_token_timeline(), &state))
 	{
 		values[0] = Int32GetDatum(state.epoch);
 		values[1] = BoolGetDatum(state.fenced);

@@ -9,16 +9,17 @@
 -- Fenced grants: the token epoch
 
 CREATE TABLE dlock.token_epoch (
+	system_identifier bigint NOT NULL,
+	timeline integer NOT NULL,
 	epoch integer NOT NULL CHECK (epoch BETWEEN 0 AND 16383),
 	fenced boolean NOT NULL,
 	server_life bigint NOT NULL,
 	recorded_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 COMMENT ON TABLE dlock.token_epoch IS
-'token epochs used: the newest is the current one; fenced = true records, durably, that a server life granted leases without flushing them in that epoch, so the next server life moves to a new epoch';
+'token epochs used per cluster and timeline: the newest is the current one (none: epoch 0); fenced = true records, durably, that a server life granted leases without flushing them in that epoch, so the next server life moves to a new epoch';
 COMMENT ON COLUMN dlock.token_epoch.server_life IS
 'random identifier of the server life (server start or crash restart) that recorded the row; 0 without shared_preload_libraries';
-INSERT INTO dlock.token_epoch (epoch, fenced, server_life) VALUES (0, false, 0);
 SELECT pg_catalog.pg_extension_config_dump('dlock.token_epoch', '');
 REVOKE ALL ON dlock.token_epoch FROM PUBLIC;
 

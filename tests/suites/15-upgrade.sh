@@ -167,8 +167,12 @@ version_1_3=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extna
 check "ALTER EXTENSION pg_dlock UPDATE moves 1.3 to $current_version" test "$version_1_3" = "$current_version"
 renewed_1_3=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.3', '$owner', '1 hour') IS NOT NULL AND dlock.renew('upgrade:read-1.3', '$owner', '1 hour') IS NOT NULL")
 check "an exclusive and a shared lease granted under 1.3 are still held after the update" test "$renewed_1_3" = t
-epoch_1_3=$(in_db $from_db -c "SELECT epoch || ' ' || fenced FROM dlock.token_epoch")
-check "the update starts the token epoch at 0 ($epoch_1_3)" test "$epoch_1_3" = "0 false"
+epoch_1_3=$(in_db $from_db -c "SELECT count(*) FROM dlock.token_epoch" \
+	-c "SELECT dlock.renew('upgrade:held-1.3', '$owner', '1 hour') IS NOT NULL" \
+	-c "SELECT dlock.try_acquire('upgrade:epoch-1.3', '1 hour', '$owner') IS NOT NULL" \
+	-c "SELECT token_epoch FROM dlock.durability_stats()" | paste -sd' ')
+check "the update starts with no epoch recorded, and the first grant is in epoch 0 ($epoch_1_3)" \
+	test "$epoch_1_3" = "0 t t 0"
 position_1_3=$(in_db $from_db -c "SELECT string_agg(lock_name || '=' || grant_timeline, ' ' ORDER BY lock_name) FROM dlock.distributed_lock WHERE lock_name IN ('upgrade:held-1.3', 'upgrade:tl2-1.3')")
 check "grant timelines become history positions: 1 stays 1, 2 becomes 16385 ($position_1_3)" \
 	test "$position_1_3" = "upgrade:held-1.3=1 upgrade:tl2-1.3=16385"
