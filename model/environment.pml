@@ -146,8 +146,11 @@ end:	do
 #ifndef WITHOUT_HISTORY
 	/* the WAL writer flushes asynchronous commits (wal_writer_delay) */
 	:: atomic { ROW_UNFLUSHED(0) -> copy_db(dur, pri); printf("WAL writer flushes\n") }
-	/* the asynchronous standby receives the flushed WAL so far */
+#if MAXFAIL > 0 || MAXNEWCLUSTER > 0
+	/* the asynchronous standby receives the flushed WAL so far (only a
+	 * failover or a restore reads its copy) */
 	:: atomic { copy_db(stby, dur); printf("standby catches up\n") }
+#endif
 
 	/* crash and restart: unflushed (asynchronous) commits are lost */
 	:: atomic {
