@@ -14,8 +14,8 @@
  * FENCED (dlock.durability = fenced): grants may commit without the WAL
  * flush, so a crash can lose them. dlock.token_epoch (epoch, efenced) is
  * part of each copy; the generation then counts positions, POS(tl, epoch),
- * not timelines: EPW positions per timeline stand for the extension's 2^14
- * epochs per timeline, more than the model's bounds can ever move.
+ * not timelines: EPW generations per timeline stand for the extension's
+ * 2^14, more than all the epoch moves the model's bounds allow.
  */
 
 #ifndef NC
