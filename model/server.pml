@@ -24,8 +24,8 @@ inline commit_durable()
 }
 
 /*
- * The commit of a grant's or a renewal's transaction (lease.c). Durable by
- * default. With dlock.durability = fenced, which any session may choose
+ * The commit of a grant's or a renewal's transaction (durability.c;
+ * token_epoch.c grant_history, mark_fenced). Durable by default. With dlock.durability = fenced, which any session may choose
  * (FENCED: either, at every grant), a transaction whose only write is the
  * lease commits without the flush, so a crash may lose it; but the first
  * fenced grant of a server life marks the life in dlock.token_epoch and
@@ -52,7 +52,8 @@ inline commit_grant(new_token)
 }
 
 /* The first grant of a server life moves the epoch if the previous life was
- * marked fenced (its commit is durable: commit_grant). Before the first
+ * marked fenced (token_epoch.c start_life; its commit is durable:
+ * commit_grant). Before the first
  * grant nothing was issued in this life; after it a crash may lose fenced
  * grants, so the next life's tokens must be made above them. */
 inline start_life_at_grant()

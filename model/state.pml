@@ -13,9 +13,11 @@
  *
  * FENCED (dlock.durability = fenced): grants may commit without the WAL
  * flush, so a crash can lose them. dlock.token_epoch (epoch, efenced) is
- * part of each copy; the generation then counts positions, POS(tl, epoch),
- * not timelines: EPW generations per timeline stand for the extension's
- * 2^14, more than all the epoch moves the model's bounds allow.
+ * part of each copy (its newest row); the generation then counts history
+ * positions, POS(tl, epoch), not timelines (token.c dlock_token_history):
+ * EPW generations per timeline stand for DLOCK_EPOCHS, more than all the
+ * epoch moves the model's bounds allow, as the extension stops marking
+ * before the last epoch.
  */
 
 #ifndef NC
