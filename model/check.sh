@@ -9,13 +9,14 @@
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
 # failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
 # with 2 clients (each a reader or a writer at any moment) and 2 slots,
-# reap and a clock step either way; fenced grants with 2 crashes and 1
-# failover.
+# reap and a clock step either way; fenced grants with 2 crashes (no
+# failover: no standby copy to keep).
 # full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock) and with 3
-# clients.
+# clients; fenced grants with 4 grants, and separately a crash and a
+# failover.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,6 +61,7 @@ full)
 	four_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
 	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
+	fenced_failover="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=1 -DMAXGRANT=3 -DMAXCRASH=1 -DMAXFAIL=1 -DMAXNEWCLUSTER=0"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -155,6 +157,7 @@ property "P7 P8 P9 P10" "$holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$four_holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 property "P1 P2 P4" "$fenced"
+[ "$profile" = full ] && property "P1 P2 P4" "$fenced_failover"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
