@@ -9,12 +9,14 @@
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
 # failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
 # with 2 clients (each a reader or a writer at any moment) and 2 slots,
-# reap and a clock step either way.
+# reap and a clock step either way; fenced grants with 2 crashes (no
+# failover: no standby copy to keep).
 # full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock) and with 3
-# clients.
+# clients; fenced grants with 4 grants, and separately a crash and a
+# failover.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,13 +41,16 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 # writes. "fencing": failovers with fenced writes (no pins; quick: no move
 # to a new cluster). "holders": shared leases in holder slots beside the
 # exclusive lease (model/holders.pml), one server, pins, reap, a clock step
-# forward or back.
+# forward or back. "fenced": grants and renewals that may commit without
+# the WAL flush (dlock.durability = fenced), crashes that lose them, the
+# epoch, fenced writes by holders whose grant was lost.
 case $profile in
 quick)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
 	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=5 -DMAXGRANT=3"
+	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
@@ -55,6 +60,8 @@ full)
 	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=6 -DMAXGRANT=3"
 	four_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DWITHOUT_BACKWARD_STEP -DMAXRT=4 -DMAXGRANT=4"
 	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
+	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
+	fenced_failover="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=1 -DMAXGRANT=3 -DMAXCRASH=1 -DMAXFAIL=1 -DMAXNEWCLUSTER=0"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -149,6 +156,8 @@ property "P4" "$fencing"
 property "P7 P8 P9 P10" "$holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$four_holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
+property "P1 P2 P4" "$fenced"
+[ "$profile" = full ] && property "P1 P2 P4" "$fenced_failover"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -166,6 +175,8 @@ control "an exclusive grant not above the holders' counter" P9 BUG_EXCLUSIVE_BEL
 control "the writer frees an expired slot without waiting for its pin" P10 BUG_CLEAR_PINNED "$holders" shortest
 control "a slot continues its block below the reap floor (a reaped name's shared grant)" P9 BUG_HOLDER_BLOCK_BELOW_FLOOR "$holders" shortest
 control "a shared grant leaves an expired exclusive lease's owner set (then a clock step back)" P7 BUG_SHARED_KEEPS_EXPIRED_OWNER "$holders" shortest
+control "fenced grants without the epoch (dlock.test_ignore_epoch): a crash that lost a grant, the same token again" P1 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
+control "fenced grants without the epoch: the lost grant's holder writes after the new owner of its token" P4 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"

@@ -46,6 +46,17 @@ inline state_has_every_grant(src, complete)
 #endif
 }
 
+/* Row n has a commit the WAL has not flushed. Durable grants leave only
+ * asynchronous releases (the owner differs); fenced ones any change. */
+#ifdef FENCED
+#define ROW_UNFLUSHED(n) \
+	(pri.row[n].owner != dur.row[n].owner || pri.row[n].exists != dur.row[n].exists || \
+	 pri.row[n].gen != dur.row[n].gen || pri.row[n].cnt != dur.row[n].cnt || \
+	 pri.row[n].until != dur.row[n].until)
+#else
+#define ROW_UNFLUSHED(n) (pri.row[n].owner != dur.row[n].owner)
+#endif
+
 byte nfail, ncrash, nnew;
 bool stepped;
 bool complete;
@@ -65,9 +76,20 @@ inline end_all_transactions()
 	}
 }
 
+/* A new server life: its first grant checks the epoch again */
+inline new_server_life()
+{
+#ifdef FENCED
+	life_started = false
+#else
+	skip
+#endif
+}
+
 /* The server now runs state pri on timeline tl of cluster sys */
 inline promote(tl_new)
 {
+	new_server_life();
 	pri.tl = tl_new;
 	printf("  server now on timeline %d of cluster %d\n", pri.tl, pri.sys);
 	if
@@ -123,9 +145,12 @@ end:	do
 
 #ifndef WITHOUT_HISTORY
 	/* the WAL writer flushes asynchronous commits (wal_writer_delay) */
-	:: atomic { pri.row[0].owner != dur.row[0].owner -> copy_db(dur, pri); printf("WAL writer flushes\n") }
-	/* the asynchronous standby receives the flushed WAL so far */
+	:: atomic { ROW_UNFLUSHED(0) -> copy_db(dur, pri); printf("WAL writer flushes\n") }
+#if MAXFAIL > 0 || MAXNEWCLUSTER > 0
+	/* the asynchronous standby receives the flushed WAL so far (only a
+	 * failover or a restore reads its copy) */
 	:: atomic { copy_db(stby, dur); printf("standby catches up\n") }
+#endif
 
 	/* crash and restart: unflushed (asynchronous) commits are lost */
 	:: atomic {
@@ -133,7 +158,9 @@ end:	do
 		printf("crash and restart\n");
 		check_crash_keeps_grants();
 		copy_db(pri, dur);
-		end_all_transactions()
+		new_server_life();
+		end_all_transactions();
+		mark_lost_leases()	/* fenced grants and renewals the crash lost */
 	}
 
 	/* failover to a synchronous standby: it has every durable commit */
@@ -188,7 +215,7 @@ end:	do
 #endif
 	:: stmt_force_release(0)
 #if NN > 1 && !defined(WITHOUT_HISTORY)
-	:: atomic { pri.row[1].owner != dur.row[1].owner -> copy_db(dur, pri) }
+	:: atomic { ROW_UNFLUSHED(1) -> copy_db(dur, pri) }
 #endif
 #if NN > 1
 #ifndef WITHOUT_REAP

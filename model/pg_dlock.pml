@@ -14,13 +14,16 @@
  * Bounds (spin -D...): NC clients, NN names, MAXRT ticks of real time,
  * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores,
  * NS holder slots per name.
+ * FENCED: grants that may commit without the WAL flush, and the epoch
+ * (dlock.durability = fenced; state.pml, server.pml).
  * Known-bug variants, which spin must reject: RULE_GREATER,
  * RULE_TIMELINE_ONLY, BUG_SEQUENCE (token.pml), BUG_RELEASE_ANY_OWNER,
  * BUG_RENEW_BEFORE_PIN, BUG_HOLDS_NO_PIN, BUG_ASYNC_GRANT,
  * BUG_EXCLUSIVE_BELOW_HOLDERS (server.pml), BUG_HOLDER_RENEW_BEFORE_PIN,
  * BUG_HOLDERS_BEFORE_FIX, BUG_BLOCK_KEPT_AFTER_EXCLUSIVE, BUG_CLEAR_PINNED,
  * BUG_HOLDER_BLOCK_BELOW_FLOOR, BUG_SHARED_KEEPS_EXPIRED_OWNER
- * (holders.pml).
+ * (holders.pml), BUG_EPOCH_NEVER_MOVED (state.pml, server.pml: the epoch
+ * never moves, as with dlock.test_ignore_epoch).
  */
 
 #include "state.pml"

@@ -25,6 +25,12 @@
  *      other owner took the lock and nobody ended the lease in between
  *   P6 after a crash and restart nothing granted durably is lost
  *
+ * With fenced grants (FENCED) P1, P2 and P4 are the ones that matter: the
+ * ghost record of issued tokens survives the crash, so a grant the crash
+ * lost still counts. P1: its token is never issued again; P2: every token
+ * after the crash is above it; P4: its holder, who still has the token,
+ * cannot write after a later lease's writes. P6 does not hold by design.
+ *
  * With holder slots (HOLDERS, holders.pml):
  *   P7 a shared lease and an exclusive lease of one name are never both
  *      live: not on the server's clock, not by the holders' deadlines; a

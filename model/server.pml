@@ -23,6 +23,58 @@ inline commit_durable()
 #endif
 }
 
+/*
+ * The commit of a grant's or a renewal's transaction (durability.c;
+ * token_epoch.c grant_history, mark_fenced). Durable by default. With dlock.durability = fenced, which any session may choose
+ * (FENCED: either, at every grant), a transaction whose only write is the
+ * lease commits without the flush, so a crash may lose it; but the first
+ * fenced grant of a server life marks the life in dlock.token_epoch and
+ * commits durably, so that whatever the crash loses, the next life moves the
+ * epoch. new_token: the transaction issued a token. A renewal or a retry
+ * issues none and marks nothing: it commits without the flush, which covers
+ * its durable commit too (the WAL writer may flush right after it).
+ */
+inline commit_grant(new_token)
+{
+#ifdef FENCED
+	if
+	:: new_token -> commit_durable()
+	:: new_token && !LIFE_MARKED ->
+		pri.efenced = true;
+		printf("  fenced, the first of this life: marked, committed durably\n");
+		commit_durable()
+	:: !new_token || LIFE_MARKED ->
+		printf("  fenced: committed without the flush\n")
+	fi
+#else
+	commit_durable()
+#endif
+}
+
+/* The first grant of a server life moves the epoch if the previous life was
+ * marked fenced (token_epoch.c start_life; its commit is durable:
+ * commit_grant). Before the first
+ * grant nothing was issued in this life; after it a crash may lose fenced
+ * grants, so the next life's tokens must be made above them. */
+inline start_life_at_grant()
+{
+#ifdef FENCED
+	if
+	:: !life_started ->
+		life_started = true;
+#ifndef BUG_EPOCH_NEVER_MOVED
+		if
+		:: pri.efenced -> pri.epoch++; printf("  epoch moves to %d\n", pri.epoch)
+		:: else -> skip
+		fi;
+#endif
+		pri.efenced = false
+	:: else -> skip
+	fi
+#endif
+	skip
+}
+
 /* The client's record of the lease it was just granted or renewed */
 inline tell_client(c, n)
 {
@@ -65,7 +117,7 @@ inline acquire_decided(c, n)
 #ifdef HOLDERS
 		check_exclusive_vs_readers(n);
 #endif
-		commit_durable();
+		commit_grant(false);
 		tell_client(c, n)
 	:: else ->
 		if
@@ -87,11 +139,12 @@ inline acquire_decided(c, n)
 			check_exclusive_vs_readers(n);
 			check_exclusive_token(n, TOK(ng, nc));
 #endif
+			start_life_at_grant();
 			pri.row[n].exists = true;
 			pri.row[n].owner = c + 1;
 			pri.row[n].gen = ng;
 			pri.row[n].cnt = nc;
-			pri.row[n].gtl = pri.tl;
+			pri.row[n].gtl = GRANT_POS;
 			pri.row[n].gsys = pri.sys;
 			pri.row[n].until = CLK + TTL;
 #ifdef BUG_RENEW_BEFORE_PIN
@@ -100,7 +153,7 @@ inline acquire_decided(c, n)
 #ifdef BUG_SEQUENCE
 			pri.seq = nc;
 #endif
-			commit_durable();
+			commit_grant(true);
 			grants++;
 			btok[B(c, n)] = TOK(ng, nc);
 #ifdef PROP_P4
@@ -141,7 +194,7 @@ inline stmt_renew(c, n)
 #ifdef BUG_RENEW_BEFORE_PIN
 		row_updated(n);
 #endif
-		commit_durable();
+		commit_grant(false);
 #ifdef GHOST_DEADLINES
 		blost[B(c, n)] = (TOK(pri.row[n].gen, pri.row[n].cnt) != btok[B(c, n)]);
 #endif

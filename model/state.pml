@@ -10,6 +10,14 @@
  *
  * A fencing token is (generation, counter); TOK() orders them as the bigint
  * (generation << 40) | counter does (sql/pg_dlock--1.0.sql, token.c).
+ *
+ * FENCED (dlock.durability = fenced): grants may commit without the WAL
+ * flush, so a crash can lose them. dlock.token_epoch (epoch, efenced) is
+ * part of each copy (its newest row); the generation then counts history
+ * positions, POS(tl, epoch), not timelines (token.c dlock_token_history):
+ * EPW generations per timeline stand for DLOCK_EPOCHS, more than all the
+ * epoch moves the model's bounds allow, as the extension stops marking
+ * before the last epoch.
  */
 
 #ifndef NC
@@ -36,7 +44,11 @@
 #define TTL 2			/* lease length on the server's clock */
 #define DRIFT 1			/* the client's drift allowance (client/, deadline) */
 #define STEP 1			/* largest forward step of the server clock */
+#ifdef FENCED
+#define GMAX 16			/* generations 0..15: they count positions */
+#else
 #define GMAX 8			/* generations 0..7 */
+#endif
 #define CMAX 8			/* counters 0..7 */
 #define TOK(g, c) ((g) * CMAX + (c))
 
@@ -44,7 +56,7 @@ typedef Row {
 	byte owner;		/* owner_token; 0 = NULL (free) */
 	byte gen;		/* fencing_seq >> 40 */
 	byte cnt;		/* fencing_seq & (2^40 - 1) */
-	byte gtl;		/* grant_timeline */
+	byte gtl;		/* grant_timeline (FENCED: its position, POS) */
 	byte gsys;		/* cluster of the last grant (see token.pml) */
 	byte until;		/* lease_until, on the server clock */
 	bool exists;	/* the row is there (not yet created, or reaped) */
@@ -67,6 +79,10 @@ typedef Db {
 #ifdef BUG_SEQUENCE
 	byte seq;			/* a global sequence instead of per-row counters */
 #endif
+#ifdef FENCED
+	byte epoch;			/* dlock.token_epoch.epoch */
+	bool efenced;		/* dlock.token_epoch.fenced: a life since the last move granted fenced */
+#endif
 };
 
 Db pri;				/* committed on the primary (what every session sees) */
@@ -83,6 +99,28 @@ byte nsys = 1;		/* clusters created so far */
 
 /* Open business transactions pinning a lease with holds() (FOR SHARE) */
 byte pins[NN];
+
+#ifdef FENCED
+/*
+ * The server life (shared memory, gone with every crash, failover or move):
+ * whether its first grant has run, which moved the epoch if the previous
+ * life was marked fenced. A life is marked when token_epoch.fenced is set
+ * after its first grant reset it: only its own first fenced grant sets it.
+ */
+bool life_started;
+#define LIFE_MARKED (life_started && pri.efenced)
+/* the epoch the next grant's token is made with (the move not yet written) */
+#ifdef BUG_EPOCH_NEVER_MOVED
+#define EPOCH_AT_GRANT pri.epoch
+#else
+#define EPOCH_AT_GRANT (pri.epoch + (!life_started && pri.efenced -> 1 : 0))
+#endif
+#define EPW (MAXCRASH + MAXFAIL + MAXNEWCLUSTER + 1)	/* more than all epoch moves */
+#define POS(tl, ep) ((tl) * EPW + (ep))
+#define GRANT_POS POS(pri.tl, EPOCH_AT_GRANT)
+#else
+#define GRANT_POS pri.tl
+#endif
 
 /* dst := src (Promela has no structure assignment); _j is the caller's */
 inline copy_db(dst, src)
@@ -104,6 +142,10 @@ inline copy_db(dst, src)
 	dst.floor.gsys = src.floor.gsys;
 #ifdef BUG_SEQUENCE
 	dst.seq = src.seq;
+#endif
+#ifdef FENCED
+	dst.epoch = src.epoch;
+	dst.efenced = src.efenced;
 #endif
 	dst.tl = src.tl;
 	dst.sys = src.sys

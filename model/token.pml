@@ -25,6 +25,11 @@
  *                      cluster is taken for "same timeline"
  *   BUG_SEQUENCE       tokens from one global sequence (nextval), timeline
  *                      ignored; server.pml advances it with the grant
+ *
+ * FENCED: each timeline above stands for its position, GRANT_POS
+ * (state.pml): one generation up per epoch moved, EPW per timeline, so a
+ * grant after a crash lands above the grants the crash lost, and a promoted
+ * standby still above a primary whose epoch moves it missed.
  */
 
 /* generation for the next grant of a row (generation rg, grant_timeline rtl,
@@ -33,20 +38,20 @@ inline next_gen(rg, rtl, rsys, ng)
 {
 #if defined(RULE_GREATER)
 	if
-	:: pri.tl > rtl -> ng = rg + pri.tl - rtl
+	:: GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
 	:: else -> ng = rg
 	fi
 #elif defined(RULE_TIMELINE_ONLY)
 	if
-	:: pri.tl > rtl -> ng = rg + pri.tl - rtl
-	:: pri.tl < rtl -> ng = rg + pri.tl
+	:: GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
+	:: GRANT_POS < rtl -> ng = rg + GRANT_POS
 	:: else -> ng = rg
 	fi
 #else
 	if
-	:: rsys != pri.sys -> ng = rg + pri.tl
-	:: rsys == pri.sys && pri.tl > rtl -> ng = rg + pri.tl - rtl
-	:: rsys == pri.sys && pri.tl < rtl -> ng = rg + pri.tl	/* only when two servers shared a timeline */
+	:: rsys != pri.sys -> ng = rg + GRANT_POS
+	:: rsys == pri.sys && GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
+	:: rsys == pri.sys && GRANT_POS < rtl -> ng = rg + GRANT_POS	/* only when two servers shared a timeline */
 	:: else -> ng = rg
 	fi
 #endif
@@ -71,8 +76,8 @@ inline token_for_new_name(ng, nc)
 #elif defined(RULE_GREATER) || defined(RULE_TIMELINE_ONLY)
 	/* FIRST_TOKEN of 1.0: the floor's generation if at least tl, else tl */
 	if
-	:: pri.floor.gen >= pri.tl -> ng = pri.floor.gen
-	:: else -> ng = pri.tl
+	:: pri.floor.gen >= GRANT_POS -> ng = pri.floor.gen
+	:: else -> ng = GRANT_POS
 	fi;
 	nc = pri.floor.cnt + 1
 #else
