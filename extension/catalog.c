@@ -192,6 +192,8 @@ dlock_catalog(void)
 	/* from 1.2 on; a database not yet updated has exclusive leases only */
 	catalog.holder_table = member_table(extoid, schema, "lock_holder");
 	catalog.counter_table = member_table(extoid, schema, "holder_counter");
+	/* from 1.4 on; before it, grant_timeline holds the timeline ID alone */
+	catalog.epoch_table = member_table(extoid, schema, "token_epoch");
 	if (!OidIsValid(catalog.lock_table))
 		catalog_missing("table \"distributed_lock\"");
 	if (!OidIsValid(catalog.floor_table))

@@ -41,6 +41,7 @@ typedef struct DlockCatalog
 	Oid			floor_table;	/* dlock.token_floor */
 	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
 	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
+	Oid			epoch_table;	/* dlock.token_epoch; InvalidOid before 1.4 */
 	DlockLockColumns columns;	/* of lock_table */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */

@@ -33,8 +33,11 @@
 /* lock kinds: the name is held in another kind than asked for */
 #define ERRCODE_DLOCK_WRONG_KIND			MAKE_SQLSTATE('P','D','0','2','0')
 
-/* Token layout: timeline ID above a per-name counter (README "Fencing tokens") */
+/* Token layout: a generation above a per-name counter (token.c) */
 #define DLOCK_COUNTER_BITS	40
+
+/* Token epochs per timeline (token.c, token_epoch.c) */
+#define DLOCK_EPOCHS	16384
 
 /* Longest lock or resource name, in characters */
 #define DLOCK_MAX_NAME_CHARS 200
@@ -50,8 +53,17 @@ typedef enum DlockAuditLevel
 	DLOCK_AUDIT_ALL
 } DlockAuditLevel;
 
+/* How a grant commits (durability.c, token_epoch.c) */
+typedef enum DlockDurability
+{
+	DLOCK_DURABILITY_DURABLE,	/* the WAL flush before the grant returns */
+	DLOCK_DURABILITY_FENCED		/* no flush; the token epoch keeps tokens unique */
+} DlockDurability;
+
 extern int	dlock_max_ttl_seconds;
 extern int	dlock_audit_level;
 extern bool dlock_test_ignore_timeline;
+extern bool dlock_test_ignore_epoch;
+extern int	dlock_durability;
 
 #endif							/* DLOCK_DLOCK_H */

@@ -36,7 +36,7 @@
 #include "dlock.h"
 #include "args.h"
 #include "stats.h"
-#include "catalog.h"
+#include "token_epoch.h"
 #include "lock_row.h"
 #include "wait.h"
 #include "report.h"
@@ -59,6 +59,7 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 	DlockRow	row;
 	DlockEndedLease ended;
 	HeapTuple	lease;
+	DlockGrantCommit commit;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
 	owner = PG_GETARG_UUID_P(1);
@@ -66,6 +67,7 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_dlock: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
+	dlock_grant_prepare(&commit);
 	dlock_holder_downgrade_begin(lock_name);
 	if (!dlock_lease_end_for_downgrade(lock_name, owner, &row))
 	{
@@ -76,7 +78,7 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 	dlock_report_end(lock_name, "downgrade", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &ended);
 	lease = dlock_holder_grant_downgraded(lock_name, owner, ended.holder,
 										  DatumGetTimestampTz(row.values[Anum_lease_until - 1]),
-										  tupdesc, CurrentMemoryContext);
+										  &commit, tupdesc, CurrentMemoryContext);
 	/* readers queued before any writer may join now */
 	dlock_wake_waiters(lock_name);
 	PG_RETURN_DATUM(HeapTupleGetDatum(lease));

@@ -3,16 +3,19 @@
  * durability.c
  *	  How the transactions that grant, extend or end leases commit.
  *
- * A token must never be handed out twice, so the transaction that issues a
- * token or extends a lease commits with synchronous_commit of at least "on"
- * (WAL flushed, and synchronous standbys confirmed) even when the session
- * turned it off: a grant lost in a crash could be granted again to someone
- * else with the same token. The setting is raised for the transaction only.
+ * Under dlock.durability = durable (the default), the transaction that
+ * issues a token or extends a lease commits with synchronous_commit of at
+ * least "on" (WAL flushed, and synchronous standbys confirmed) even when the
+ * session turned it off, so that a grant its holder was told of survives a
+ * crash. The setting is raised for the transaction only.
  *
  * A release may commit asynchronously: losing it only makes the next holder
- * wait until the lease expires. That is done only when the release is the
- * sole write of its transaction; a transaction that also wrote business data,
- * before or after the release, keeps the session's setting.
+ * wait until the lease expires. Under dlock.durability = fenced, so may a
+ * grant or a renewal: a crash may then lose it, and the token epoch
+ * (token_epoch.c) keeps its token from being issued again. Either is done
+ * only when the lease changes are the sole writes of their transaction; a
+ * transaction that also wrote business data, before or after them, keeps
+ * the session's setting -- and its flush makes the grant durable too.
  *
  * IDENTIFICATION
  *	  extension/durability.c
@@ -27,11 +30,18 @@
 #include "utils/guc.h"
 
 #include "dlock.h"
+#include "stats.h"
 #include "durability.h"
 
 /* State of the current top-level transaction */
 static bool durable_required = false;
-static XLogRecPtr async_release_end = InvalidXLogRecPtr;
+
+/*
+ * Where the WAL of the transaction's last lease change ended, while every
+ * write of the transaction was a lease change that may commit without the
+ * flush; else invalid.
+ */
+static XLogRecPtr unflushed_writes_end = InvalidXLogRecPtr;
 
 /*
  * The session's synchronous_commit while the commit record is written with
@@ -56,16 +66,44 @@ dlock_require_durable_commit(void)
 }
 
 /*
- * Record that a release just wrote its row. had_xid_before says whether the
- * transaction had written anything before it.
+ * Whether grants made now commit without the WAL flush: the session's
+ * dlock.durability.
+ */
+bool
+dlock_grants_fenced(void)
+{
+	return dlock_durability == DLOCK_DURABILITY_FENCED;
+}
+
+/*
+ * Whether every write of the transaction so far was a lease change that may
+ * commit without the flush; called before a lease change writes, and given
+ * to dlock_lease_written after it.
+ */
+bool
+dlock_lease_writes_only(void)
+{
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return true;
+	return !XLogRecPtrIsInvalid(unflushed_writes_end) &&
+		XactLastRecEnd == unflushed_writes_end;
+}
+
+/*
+ * Record that a lease change just wrote its row: a release, or a grant or
+ * renewal under dlock.durability = fenced (needs_flush false), or a durable
+ * grant or renewal (needs_flush true). writes_only_before is what
+ * dlock_lease_writes_only said before the write.
  */
 void
-dlock_allow_async_release(bool had_xid_before)
+dlock_lease_written(bool writes_only_before, bool needs_flush)
 {
-	if (had_xid_before || durable_required)
-		async_release_end = InvalidXLogRecPtr;
+	if (needs_flush)
+		dlock_require_durable_commit();
+	if (writes_only_before && !durable_required)
+		unflushed_writes_end = XactLastRecEnd;
 	else
-		async_release_end = XactLastRecEnd;
+		unflushed_writes_end = InvalidXLogRecPtr;
 }
 
 /*
@@ -94,9 +132,10 @@ restore_synchronous_commit(void)
 }
 
 /*
- * At commit: at least "on" for a transaction that granted or extended a
- * lease (a stronger remote_apply is kept); "off" for one whose only write
- * was a release (anything written after the release moved XactLastRecEnd).
+ * At commit: at least "on" for a transaction that made a durable grant or
+ * renewal (a stronger remote_apply is kept); "off" for one whose only writes
+ * were lease changes that need no flush (anything written after them moved
+ * XactLastRecEnd).
  * Two-phase commit is refused for a grant: COMMIT PREPARED may run in
  * another session, whose synchronous_commit pg_dlock does not control.
  */
@@ -115,11 +154,15 @@ dlock_durability_xact_end(XactEvent event)
 			{
 				if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
 					commit_with(SYNCHRONOUS_COMMIT_REMOTE_FLUSH);
+				dlock_count(STAT_DURABLE_COMMITS, 1);
 			}
-			else if (!XLogRecPtrIsInvalid(async_release_end) &&
-					 XactLastRecEnd == async_release_end &&
-					 synchronous_commit != SYNCHRONOUS_COMMIT_OFF)
-				commit_with(SYNCHRONOUS_COMMIT_OFF);
+			else if (!XLogRecPtrIsInvalid(unflushed_writes_end) &&
+					 XactLastRecEnd == unflushed_writes_end)
+			{
+				if (synchronous_commit != SYNCHRONOUS_COMMIT_OFF)
+					commit_with(SYNCHRONOUS_COMMIT_OFF);
+				dlock_count(STAT_UNFLUSHED_COMMITS, 1);
+			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (durable_required)
@@ -136,7 +179,7 @@ dlock_durability_xact_end(XactEvent event)
 		case XACT_EVENT_PREPARE:
 			restore_synchronous_commit();
 			durable_required = false;
-			async_release_end = InvalidXLogRecPtr;
+			unflushed_writes_end = InvalidXLogRecPtr;
 			break;
 		default:
 			break;

@@ -15,7 +15,9 @@
 
 /* durability.c */
 extern void dlock_require_durable_commit(void);
-extern void dlock_allow_async_release(bool had_xid_before);
+extern bool dlock_grants_fenced(void);
+extern bool dlock_lease_writes_only(void);
+extern void dlock_lease_written(bool writes_only_before, bool needs_flush);
 extern void dlock_durability_xact_end(XactEvent event);
 
 #endif							/* DLOCK_DURABILITY_H */

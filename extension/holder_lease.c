@@ -96,6 +96,7 @@
 #include "lock_row.h"
 #include "spi_plans.h"
 #include "durability.h"
+#include "token_epoch.h"
 #include "wait.h"
 #include "report.h"
 #include "lease_policy.h"
@@ -377,7 +378,7 @@ static bool
 change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 			  TimestampTz *lease_until, int64 *token)
 {
-	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	bool		writes_only = dlock_lease_writes_only();
 	TimestampTz now;
 	Datum		values[5];
 	bool		isnull;
@@ -409,7 +410,7 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	*lease_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
 	if (ttl_usecs > 0)
 	{
-		dlock_require_durable_commit();
+		dlock_lease_written(writes_only, !dlock_grants_fenced());
 		dlock_count(STAT_RENEWALS, 1);
 	}
 	else
@@ -420,7 +421,7 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 
 		lease.acquired_at = isnull ? 0 : DatumGetTimestampTz(acquired_at);
 		lease.kind = dlock_lease_kind_of(DatumGetChar(spi_value(0, 4, &isnull)));
-		dlock_allow_async_release(had_xid);
+		dlock_lease_written(writes_only, false);
 		dlock_wake_waiters(lock_name);
 		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &lease);
 	}
@@ -759,10 +760,10 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
  */
 static void
 write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSlot *slot,
-				   TimestampTz now, TupleDesc tupdesc, MemoryContext cxt,
-				   HolderAttempt *attempt)
+				   const DlockGrantCommit *commit, TimestampTz now, TupleDesc tupdesc,
+				   MemoryContext cxt, HolderAttempt *attempt)
 {
-	int32		timeline = dlock_token_timeline();
+	int32		history = commit->history;
 	int64		system = (int64) GetSystemIdentifier();
 	TimestampTz until = dlock_time_plus(now, args->ttl_usecs);
 	Datum		values[12];
@@ -776,14 +777,14 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	 */
 	if (slot->fencing_seq < slot->block_end &&
 		slot->fencing_seq >= Max(st->name_seq, dlock_token_floor()) &&
-		slot->grant_timeline == timeline && slot->grant_system == system)
+		slot->grant_timeline == history && slot->grant_system == system)
 	{
 		token = slot->fencing_seq + 1;
 		block_end = slot->block_end;
 	}
 	else
 		token = reserve_block(args->lock_name, st->name_exists, st->name_seq,
-							  st->name_timeline, st->name_system, timeline, &block_end);
+							  st->name_timeline, st->name_system, history, &block_end);
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = PointerGetDatum(args->lock_name);
@@ -798,7 +799,7 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	values[8] = PointerGetDatum(args->holder);
 	nulls[8] = args->holder == NULL ? 'n' : ' ';
 	values[9] = TimestampTzGetDatum(now);
-	values[10] = Int32GetDatum(timeline);
+	values[10] = Int32GetDatum(history);
 	values[11] = Int64GetDatum(system);
 	if (dlock_execute(PLAN_HOLDER_GRANT, values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
@@ -806,7 +807,7 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 
 	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
 	attempt->acquired = true;
-	dlock_require_durable_commit();
+	dlock_grant_written(commit);
 	dlock_report_grant(args->lock_name,
 					   args->kind == KIND_SHARED ? STAT_SHARED_ACQUISITIONS : STAT_PERMIT_ACQUISITIONS,
 					   false, token, args->holder, until);
@@ -818,8 +819,8 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
  * (name_admits_holders). Returns true when granted.
  */
 static bool
-grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
-			 HolderAttempt *attempt)
+grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc tupdesc,
+			 MemoryContext cxt, HolderAttempt *attempt)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	HolderState st;
@@ -852,7 +853,7 @@ grant_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		attempt->busy_until = st.first_expiry;
 		return false;
 	}
-	write_holder_grant(args, &st, &slot, now, tupdesc, cxt, attempt);
+	write_holder_grant(args, &st, &slot, commit, now, tupdesc, cxt, attempt);
 	return true;
 }
 
@@ -965,6 +966,7 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 {
 	LockAcquireResult result;
 	bool		waited;
+	DlockGrantCommit commit;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
@@ -973,6 +975,7 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"pg_dlock\" must be updated for shared leases and permits"),
 				 errhint("Run ALTER EXTENSION pg_dlock UPDATE.")));
+	dlock_grant_prepare(&commit);
 	if (!take_kind_lock(args->lock_name, kind_lock_mode(args->kind), deadline, &result, &waited))
 		return;
 
@@ -985,7 +988,7 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_dlock: SPI_connect failed");
 		dlock_owner_scope_begin(&scope);
-		(void) grant_holder(args, tupdesc, cxt, attempt);
+		(void) grant_holder(args, &commit, tupdesc, cxt, attempt);
 		dlock_owner_scope_end(&scope);
 		SPI_finish();
 	}
@@ -1024,7 +1027,8 @@ dlock_holder_downgrade_refused(text *lock_name)
  */
 HeapTuple
 dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
-							  TimestampTz until, TupleDesc tupdesc, MemoryContext cxt)
+							  TimestampTz until, const DlockGrantCommit *commit,
+							  TupleDesc tupdesc, MemoryContext cxt)
 {
 	HolderArgs	args = {.kind = KIND_SHARED, .lock_name = lock_name, .owner = owner,
 	.holder = holder};
@@ -1044,7 +1048,7 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("shared lock \"%s\" has no free slot for the downgraded lease",
 						text_to_cstring(lock_name))));
-	write_holder_grant(&args, &st, &slot, now, tupdesc, cxt, &attempt);
+	write_holder_grant(&args, &st, &slot, commit, now, tupdesc, cxt, &attempt);
 	dlock_owner_scope_end(&scope);
 	SPI_finish();
 	return attempt.lease;

@@ -12,6 +12,7 @@
 #define DLOCK_HOLDER_LEASE_H
 
 #include "dlock.h"
+#include "token_epoch.h"
 
 /* holder_lease.c: shared leases and semaphore permits */
 typedef enum DlockExclusiveCheck
@@ -31,7 +32,8 @@ extern bool dlock_holder_holds(text *lock_name, int64 token);
 extern void dlock_holder_downgrade_begin(text *lock_name);
 extern void dlock_holder_downgrade_refused(text *lock_name);
 extern HeapTuple dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
-											   TimestampTz until, TupleDesc tupdesc,
-											   MemoryContext cxt);
+												TimestampTz until,
+												const DlockGrantCommit *commit,
+												TupleDesc tupdesc, MemoryContext cxt);
 
 #endif							/* DLOCK_HOLDER_LEASE_H */

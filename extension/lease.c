@@ -50,6 +50,7 @@
 #include "catalog.h"
 #include "lock_row.h"
 #include "durability.h"
+#include "token_epoch.h"
 #include "wait.h"
 #include "report.h"
 #include "lease_policy.h"
@@ -188,12 +189,13 @@ set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now, TimestampTz u
 }
 
 /*
- * The next token of an existing row, granted now on "timeline": above the
- * row's last token and above holder_token, the highest token reserved for
- * the name's shared leases and permits (holder_lease.c; 0 if none).
+ * The next token of an existing row, granted now at history position
+ * "history" (token.c): above the row's last token and above holder_token,
+ * the highest token reserved for the name's shared leases and permits
+ * (holder_lease.c; 0 if none).
  */
 static int64
-row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timeline)
+row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 history)
 {
 	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
 	int32		grant_timeline = DatumGetInt32(row->values[Anum_grant_timeline - 1]);
@@ -201,25 +203,24 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 timelin
 	int64		grant_system = system_att != InvalidAttrNumber ?
 		DatumGetInt64(row->values[system_att - 1]) : 0;
 
-	return dlock_next_token(Max(token, holder_token), grant_timeline, grant_system, timeline);
+	return dlock_next_token(Max(token, holder_token), grant_timeline, grant_system, history);
 }
 
 /*
- * Set the columns of a new lease granted now to args->owner on an existing
- * row: the next token, a generation up when the history differs. taken_over
+ * Set the columns of a new lease granted now, at history position
+ * "history", to args->owner on an existing row: the next token, a
+ * generation up when the history differs. taken_over
  * says whether it replaces a lease that expired without release. The caller
  * made sure no shared lease or permit is live (or the row's
  * exclusive_only mark said so), so the row keeps or gets the mark.
  */
 static void
 set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
-			  bool taken_over, int64 holder_token)
+			  bool taken_over, int64 holder_token, int32 history)
 {
-	int32		timeline = dlock_token_timeline();
-
 	row->values[Anum_fencing_seq - 1] =
-		Int64GetDatum(row_next_token(rows, row, holder_token, timeline));
-	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+		Int64GetDatum(row_next_token(rows, row, holder_token, history));
+	row->values[Anum_grant_timeline - 1] = Int32GetDatum(history);
 	set_grant_system(rows, row);
 	row->values[Anum_acquisitions - 1] =
 		Int64GetDatum(DatumGetInt64(row->values[Anum_acquisitions - 1]) + 1);
@@ -264,13 +265,12 @@ lease_granted(const AcquireArgs *args, DlockRow *row, bool taken_over)
  */
 static bool
 grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
-			   int64 holder_token, DlockRow *row, bool *appeared)
+			   int64 holder_token, int32 history, DlockRow *row, bool *appeared)
 {
 	uint64		hash = dlock_name_hash(VARDATA_ANY(args->lock_name),
 									   VARSIZE_ANY_EXHDR(args->lock_name));
 	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
 	TimestampTz now;
-	int32		timeline = dlock_token_timeline();
 
 	*appeared = false;
 
@@ -307,13 +307,13 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_updated_at - 1] = false;
 	/* above the tokens of the name's shared leases and permits too */
 	row->values[Anum_fencing_seq - 1] =
-		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), timeline));
+		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), history));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
 	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);
 	row->values[Anum_takeovers - 1] = Int64GetDatum(0);
 	row->values[Anum_taken_over - 1] = BoolGetDatum(false);
-	row->values[Anum_grant_timeline - 1] = Int32GetDatum(timeline);
+	row->values[Anum_grant_timeline - 1] = Int32GetDatum(history);
 	for (int att = Anum_fencing_seq; att <= Anum_grant_timeline; att++)
 		row->nulls[att - 1] = (att == Anum_holder && args->holder == NULL);
 	set_grant_system(rows, row);
@@ -390,7 +390,9 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	bool		new_lease = true;
 	bool		taken_over = false;
 	DlockPolicyView view;
+	DlockGrantCommit commit;
 
+	dlock_grant_prepare(&commit);
 	attempt->acquired = false;
 	attempt->busy_until = 0;
 
@@ -437,7 +439,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		if (!found)
 		{
-			if (grant_new_name(&rows, args, deadline, holder_token, &row, &appeared))
+			if (grant_new_name(&rows, args, deadline, holder_token, commit.history, &row,
+							   &appeared))
 				break;
 			if (appeared)
 				continue;
@@ -460,7 +463,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		if (new_lease)
 		{
-			set_new_lease(&rows, &row, args, now, taken_over, holder_token);
+			set_new_lease(&rows, &row, args, now, taken_over, holder_token,
+						  commit.history);
 			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
 		}
 		else
@@ -481,7 +485,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 								 row.values[Anum_owner_token - 1],
 								 row.values[Anum_fencing_seq - 1],
 								 row.values[Anum_lease_until - 1]);
-	dlock_require_durable_commit();
+	dlock_grant_written(&commit);
 	if (new_lease)
 		lease_granted(args, &row, taken_over);
 }
@@ -551,7 +555,8 @@ lease_expiry(HeapTuple lease, TupleDesc tupdesc)
  * Take the lease that transaction "offer" granted us in its commit (see
  * wait.c): wait for it to end -- it was committing when it made the offer --
  * and, if it committed, return the lease it wrote, as published with the
- * offer. Reads and writes nothing: the grant is durable already. Not
+ * offer. Reads and writes nothing: the grant has committed as this session's
+ * dlock.durability asks (dlock_hand_off). Not
  * acquired when that transaction rolled back, or its commit took longer
  * than the ttl; then the offer is settled and the caller attempts as usual. An offer taken
  * stands until the wait is over (dlock_wait_for_grant), so that an error before
@@ -601,7 +606,8 @@ take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz dead
  * (dlock_wait_pre_commit), when no user code runs any more. Does nothing
  * when the lock is not free any more (taken again later in the
  * transaction) or nobody waits. The transaction then commits durably, like
- * any grant.
+ * any grant, unless both the releasing session and the waiter grant under
+ * dlock.durability = fenced.
  */
 void
 dlock_hand_off(text *lock_name)
@@ -610,9 +616,11 @@ dlock_hand_off(text *lock_name)
 	DlockRow	row;
 	DlockHandoff to;
 	TimestampTz now = GetCurrentTimestamp();
+	DlockGrantCommit commit;
 
 	/* at pre-commit no statement is running: the audit's SPI needs a snapshot */
 	PushActiveSnapshot(GetTransactionSnapshot());
+	dlock_grant_prepare(&commit);
 	dlock_rows_open(&rows);
 
 	/*
@@ -641,8 +649,7 @@ dlock_hand_off(text *lock_name)
 										   &holder_token) == EXCLUSIVE_ALLOWED);
 		if (allowed &&
 			dlock_wait_offer_head(lock_name,
-								  row_next_token(&rows, &row, holder_token,
-												 dlock_token_timeline()),
+								  row_next_token(&rows, &row, holder_token, commit.history),
 								  now, &to))
 		{
 			AcquireArgs args;
@@ -653,12 +660,14 @@ dlock_hand_off(text *lock_name)
 			*args.owner = to.owner;
 			args.holder = to.holder_len < 0 ? NULL :
 				cstring_to_text_with_len(to.holder, to.holder_len);
-			set_new_lease(&rows, &row, &args, now, false, holder_token);
+			set_new_lease(&rows, &row, &args, now, false, holder_token, commit.history);
 			/* waiters with lease policies are not handed leases: none here */
 			memset(&args.policy, 0, sizeof(args.policy));
 			dlock_policy_grant(&rows, &row, lock_name, &args.policy, now, NULL);
 			dlock_row_update(&rows, &row);
-			dlock_require_durable_commit();
+			/* the grant is the waiter's: it commits as the waiter asked too */
+			commit.fenced = commit.fenced && to.fenced;
+			dlock_grant_written(&commit);
 			lease_granted(&args, &row, false);
 			dlock_holders_attempt_done(true);
 		}
@@ -853,6 +862,7 @@ Datum
 dlock_renew(PG_FUNCTION_ARGS)
 {
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
+	bool		writes_only = dlock_lease_writes_only();
 	int64		ttl_usecs;
 	DlockRow	row;
 
@@ -871,7 +881,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 			dlock_report_audit("renew_refused", lock_name, 0, true, NULL, NULL);
 		PG_RETURN_NULL();
 	}
-	dlock_require_durable_commit();
+	dlock_lease_written(writes_only, !dlock_grants_fenced());
 	dlock_count(STAT_RENEWALS, 1);
 	PG_RETURN_DATUM(row.values[Anum_lease_until - 1]);
 }
@@ -886,7 +896,7 @@ Datum
 dlock_release(PG_FUNCTION_ARGS)
 {
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
-	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	bool		writes_only = dlock_lease_writes_only();
 	DlockRow	row;
 	DlockEndedLease ended;
 
@@ -900,7 +910,7 @@ dlock_release(PG_FUNCTION_ARGS)
 		dlock_count(STAT_RELEASES_REFUSED, 1);
 		PG_RETURN_BOOL(false);
 	}
-	dlock_allow_async_release(had_xid);
+	dlock_lease_written(writes_only, false);
 	/* the longest waiter gets the lease in this transaction's commit */
 	dlock_hand_off_at_commit(lock_name);
 	ended = dlock_row_ended_lease(&row);

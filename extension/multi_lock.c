@@ -54,7 +54,6 @@
 #include "token.h"
 #include "schema.h"
 #include "spi_plans.h"
-#include "durability.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
@@ -407,7 +406,6 @@ dlock_release_all(PG_FUNCTION_ARGS)
 	int			nnames;
 	text	  **names = set_names(fcinfo, &nnames);
 	int			released = 0;
-	bool		had_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
 	SetCall		call;
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
@@ -422,12 +420,5 @@ dlock_release_all(PG_FUNCTION_ARGS)
 		if (!isnull && DatumGetBool(ended))
 			released++;
 	}
-	/*
-	 * Like one release, the set's releases need not wait for the WAL flush
-	 * when they are all the transaction wrote: a release lost in a crash
-	 * only lets the leases run to their ttl.
-	 */
-	if (released > 0)
-		dlock_allow_async_release(had_xid);
 	PG_RETURN_INT32(released);
 }

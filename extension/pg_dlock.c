@@ -27,6 +27,7 @@
 #include "dlock.h"
 #include "stats.h"
 #include "durability.h"
+#include "token_epoch.h"
 #include "wait.h"
 #include "events.h"
 #include "lease_policy.h"
@@ -43,6 +44,8 @@ PG_MODULE_MAGIC;
 int			dlock_max_ttl_seconds = 86400;
 int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
+bool		dlock_test_ignore_epoch = false;
+int			dlock_durability = DLOCK_DURABILITY_DURABLE;
 
 /* True once this backend has attached to pg_dlock's shared memory */
 static bool dlock_shmem_ready = false;
@@ -51,6 +54,12 @@ static const struct config_enum_entry audit_level_options[] = {
 	{"none", DLOCK_AUDIT_NONE, false},
 	{"force", DLOCK_AUDIT_FORCE, false},
 	{"all", DLOCK_AUDIT_ALL, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry durability_options[] = {
+	{"durable", DLOCK_DURABILITY_DURABLE, false},
+	{"fenced", DLOCK_DURABILITY_FENCED, false},
 	{NULL, 0, false}
 };
 
@@ -70,7 +79,8 @@ void		_PG_init(void);
  *  2. at pre-commit, releases hand their leases to the next waiters: each
  *     handoff is a grant, with its lease event, and needs a durable commit;
  *  3. durability chooses the commit's synchronous_commit, so it must follow
- *     the handoffs;
+ *     the handoffs; the token epoch the transaction recorded is published
+ *     once the commit is durable;
  *  4. the events of the transaction, the handoffs' included, are reserved
  *     their place in the event queue at pre-commit and handed over at
  *     commit; the earliest lease granted is then posted to the expiry
@@ -92,6 +102,7 @@ dlock_xact_end(XactEvent event, void *arg)
 			dlock_hand_off(released);
 	}
 	dlock_durability_xact_end(event);
+	dlock_epoch_xact_end(event);
 	granted_until = dlock_events_xact_end(event);
 	if (granted_until != 0)
 		dlock_expiry_worker_schedule(granted_until);
@@ -109,6 +120,7 @@ dlock_subxact_end(SubXactEvent event, SubTransactionId subxid,
 {
 	dlock_wait_subxact_end(event);
 	dlock_events_subxact_end(event);
+	dlock_epoch_subxact_end(event, subxid);
 }
 
 /*
@@ -121,9 +133,10 @@ dlock_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 #endif
-	RequestAddinShmemSpace(add_size(add_size(dlock_stats_shmem_size(),
-											 dlock_wait_shmem_size()),
-									dlock_policy_shmem_size()));
+	RequestAddinShmemSpace(add_size(add_size(add_size(dlock_stats_shmem_size(),
+													  dlock_wait_shmem_size()),
+											 dlock_policy_shmem_size()),
+									dlock_epoch_shmem_size()));
 }
 
 /*
@@ -139,8 +152,26 @@ dlock_shmem_startup(void)
 	dlock_stats_shmem_init();
 	dlock_wait_shmem_init();
 	dlock_policy_shmem_init();
+	dlock_epoch_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 	dlock_shmem_ready = true;
+}
+
+/*
+ * dlock.durability = fenced relies on the token epoch of the server life,
+ * which only shared memory knows.
+ */
+static bool
+check_durability(int *newval, void **extra, GucSource source)
+{
+	if (*newval == DLOCK_DURABILITY_FENCED && !dlock_shmem_ready &&
+		!process_shared_preload_libraries_in_progress)
+	{
+		GUC_check_errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
+		GUC_check_errmsg("dlock.durability = fenced needs pg_dlock in shared_preload_libraries");
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -179,6 +210,26 @@ _PG_init(void)
 							 gettext_noop("Leaves the timeline ID out of new fencing tokens (tests only)."),
 							 gettext_noop("Turning this on breaks the token guarantee across failover; it exists so the tests can prove that they detect that."),
 							 &dlock_test_ignore_timeline,
+							 false,
+							 PGC_SUSET,
+							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("dlock.durability",
+							 gettext_noop("Whether a grant waits for the WAL flush before it returns."),
+							 gettext_noop("durable: a grant survives any crash; fenced: a crash may lose a grant, its token is never issued again, and fencing keeps a lost grant's holder out."),
+							 &dlock_durability,
+							 DLOCK_DURABILITY_DURABLE,
+							 durability_options,
+							 PGC_USERSET,
+							 0,
+							 check_durability, NULL, NULL);
+
+	/* the negative control of the crash tests, as dlock.test_ignore_timeline */
+	DefineCustomBoolVariable("dlock.test_ignore_epoch",
+							 gettext_noop("Never moves the token epoch (tests only)."),
+							 gettext_noop("Turning this on lets a crash that lost a fenced grant issue its token again; it exists so the tests can prove that they detect that."),
+							 &dlock_test_ignore_epoch,
 							 false,
 							 PGC_SUSET,
 							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,

@@ -380,10 +380,21 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
 		1, {TEXTOID}
 	},
+	/* token_epoch.c: the newest epoch, marked fenced if any life marked it */
+	[PLAN_EPOCH_NEWEST - FIRST_KIND_PLAN] = {
+		"SELECT e.epoch, e.fenced FROM dlock.token_epoch e"
+		" ORDER BY e.epoch DESC, e.fenced DESC LIMIT 1",
+		0, {InvalidOid}
+	},
+	/* rows are only added, so that first grants of a life never wait */
+	[PLAN_EPOCH_RECORD - FIRST_KIND_PLAN] = {
+		"INSERT INTO dlock.token_epoch (epoch, fenced) VALUES ($1, $2)",
+		2, {INT4OID, BOOLOID}
+	},
 };
 
 StaticAssertDecl(lengthof(kind_plan_defs) == NUM_DLOCK_PLANS - FIRST_KIND_PLAN,
-				 "a plan of 1.2 is missing");
+				 "a plan of 1.2 or later is missing");
 
 static SPIPlanPtr plans[NUM_DLOCK_PLANS];
 

@@ -53,6 +53,9 @@ typedef enum DlockPlanId
 	PLAN_LOCK_DELAY_FORCED,
 	PLAN_FORCE_RELEASE_LIVE,
 	PLAN_REAP_HOLDER_SLOTS,
+	/* the token epoch (1.4 on, token_epoch.c) */
+	PLAN_EPOCH_NEWEST,
+	PLAN_EPOCH_RECORD,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 

@@ -174,8 +174,11 @@ dlock_stats_reset_counters(void)
 	}
 }
 
-static uint64
-counter_value(DlockCounter counter)
+/*
+ * A counter's value; 0 without shared memory.
+ */
+uint64
+dlock_counter_value(DlockCounter counter)
 {
 	return stats_shared ? pg_atomic_read_u64(&stats_shared->counters[counter]) : 0;
 }
@@ -208,8 +211,8 @@ dlock_kind_stats(PG_FUNCTION_ARGS)
 		bool		nulls[3] = {false, false, false};
 
 		values[0] = CStringGetTextDatum(kinds[i].kind);
-		values[1] = Int64GetDatum((int64) counter_value(kinds[i].acquisitions));
-		values[2] = Int64GetDatum((int64) counter_value(kinds[i].busy));
+		values[1] = Int64GetDatum((int64) dlock_counter_value(kinds[i].acquisitions));
+		values[2] = Int64GetDatum((int64) dlock_counter_value(kinds[i].busy));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -39,6 +39,9 @@ typedef enum DlockCounter
 	STAT_PERMIT_BUSY,
 	STAT_MULTI_ACQUISITIONS,
 	STAT_MULTI_BUSY,
+	/* how transactions that changed leases committed, dlock.durability_stats() */
+	STAT_DURABLE_COMMITS,
+	STAT_UNFLUSHED_COMMITS,
 	NUM_DLOCK_COUNTERS
 } DlockCounter;
 
@@ -60,6 +63,7 @@ typedef enum DlockHistogram
 } DlockHistogram;
 
 extern void dlock_count(DlockCounter counter, uint64 amount);
+extern uint64 dlock_counter_value(DlockCounter counter);
 extern DlockLeaseKind dlock_lease_kind_of(char holder_kind);
 extern void dlock_observe(DlockHistogram histogram, DlockLeaseKind kind, int64 usecs);
 extern void dlock_stats_reset_counters(void);

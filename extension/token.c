@@ -4,15 +4,23 @@
  *	  Fencing tokens and owner tokens: the rules every lock kind issues
  *	  them by.
  *
- * A token is (timeline ID << 40) | per-name counter. The counter is kept in
+ * A token is (generation << 40) | per-name counter. The counter is kept in
  * the lock's row and raised by the same UPDATE that grants the lease, so it
  * is exactly as durable as the grant (sequences are not: their values can be
- * handed out again after a crash). The timeline ID covers failover: a
- * promoted standby always runs on a timeline above its primary's, so its
- * tokens are above every token the old primary issued, including grants the
- * standby never received. The generation moves whenever the server's
- * timeline differs from the row's grant_timeline, including a row restored
- * from another cluster's later timeline (NEXT_TOKEN in spi_plans.c).
+ * handed out again after a crash). The generation follows the history
+ * position of the grant, (timeline ID - 1) * DLOCK_EPOCHS + epoch + 1, kept
+ * in the row's grant_timeline:
+ *
+ * - The timeline ID covers failover: a promoted standby always runs on a
+ *   timeline above its primary's, so its tokens are above every token the
+ *   old primary issued, including grants the standby never received, in
+ *   whatever epoch.
+ * - The token epoch (token_epoch.c) covers the grants a crash lost: under
+ *   dlock.durability = fenced a grant does not wait for the WAL flush, and
+ *   the first grant after the crash is in a later epoch, so above them.
+ *
+ * The generation moves whenever the position differs from the row's,
+ * including a row restored from another cluster's later timeline.
  *
  * IDENTIFICATION
  *	  extension/token.c
@@ -46,45 +54,80 @@ dlock_token_timeline(void)
 /* The per-name counter part of a token */
 #define TOKEN_COUNTER_MASK ((INT64CONST(1) << DLOCK_COUNTER_BITS) - 1)
 
+/* Generations a token can carry: those that keep it a positive bigint */
+#define MAX_GENERATION ((INT64CONST(1) << (63 - DLOCK_COUNTER_BITS)) - 1)
+
 /*
- * The first token of a new name, above the reap floor: the counter carries
- * on above the floor, in generation "timeline" unless the floor is in a
- * later generation already.
+ * The history position of a grant made now in token epoch "epoch": one
+ * step per epoch, and every epoch of a timeline below every position of
+ * the next timeline. Epoch 0 of timeline 1 is 1, the value tokens of 1.3
+ * and before carried for timeline 1.
  */
-int64
-dlock_first_token(int64 floor, int32 timeline)
+int32
+dlock_token_history(int32 epoch)
 {
-	if ((floor >> DLOCK_COUNTER_BITS) >= timeline)
-		return floor + 1;
-	return ((int64) timeline << DLOCK_COUNTER_BITS) | ((floor & TOKEN_COUNTER_MASK) + 1);
+	Assert(epoch >= 0 && epoch < DLOCK_EPOCHS);
+	return (dlock_token_timeline() - 1) * DLOCK_EPOCHS + epoch + 1;
 }
 
 /*
- * The next token of a row last granted on grant_timeline by a server of
- * cluster grant_system (its system identifier; 0 when unknown), granted now
- * on "timeline": one more, and a generation up whenever the history differs.
- *
- * In the same cluster on the same or a later timeline (a promotion since),
- * up by the timelines crossed, so generation minus timeline stays the same
- * for every grant of the cluster's history and a promoted standby issues
- * tokens above every token issued before, even ones it never received. Any
- * other row -- restored by pg_dump or pg_upgrade into a new cluster, whose
- * timelines start again at 1, or from before 1.1 -- goes up by the whole
- * timeline, which puts it on the same footing: a later promotion of a
- * standby that missed this grant still lands above it, whatever the row's
- * old timeline was.
+ * The token of counter value "counter" in "generation"; a generation that
+ * no longer fits a bigint is refused rather than wrapped, which would issue
+ * negative tokens below every earlier one.
+ */
+static int64
+make_token(int64 generation, int64 counter)
+{
+	if (generation > MAX_GENERATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("fencing tokens of this lock are exhausted"),
+				 errdetail("The token's generation would be %lld; at most %lld fit in a bigint.",
+						   (long long) generation, (long long) MAX_GENERATION)));
+	return (generation << DLOCK_COUNTER_BITS) | counter;
+}
+
+/*
+ * The first token of a new name, above the reap floor: the counter carries
+ * on above the floor, in generation "history" (a history position) unless
+ * the floor is in a later generation already.
  */
 int64
-dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system, int32 timeline)
+dlock_first_token(int64 floor, int32 history)
+{
+	if ((floor >> DLOCK_COUNTER_BITS) >= history)
+		return floor + 1;
+	return make_token(history, (floor & TOKEN_COUNTER_MASK) + 1);
+}
+
+/*
+ * The next token of a row last granted at history position grant_history
+ * by a server of cluster grant_system (its system identifier; 0 when
+ * unknown), granted now at position "history": one more, and a generation
+ * up whenever the position differs.
+ *
+ * In the same cluster at the same or a later position (a new epoch or a
+ * promotion since), up by the positions crossed, so generation minus
+ * position stays the same for every grant of the cluster's history: a
+ * promoted standby, or the first grant after a crash, issues tokens above
+ * every token issued before, even ones it never received or that the crash
+ * lost. Any other row -- restored by pg_dump or pg_upgrade into a new
+ * cluster, whose timelines start again at 1, from before 1.1, or granted at
+ * a later epoch by a backend that read the epoch first -- goes up by the
+ * whole position, which puts it on the same footing: a later promotion of a
+ * standby that missed this grant still lands above it.
+ */
+int64
+dlock_next_token(int64 token, int32 grant_history, int64 grant_system, int32 history)
 {
 	int64		generation = token >> DLOCK_COUNTER_BITS;
 	bool		same_history = grant_system == (int64) GetSystemIdentifier() &&
-		timeline >= grant_timeline;
+		history >= grant_history;
 
-	if (same_history && timeline == grant_timeline)
+	if (same_history && history == grant_history)
 		return token + 1;
-	generation += same_history ? timeline - grant_timeline : timeline;
-	return (generation << DLOCK_COUNTER_BITS) | ((token & TOKEN_COUNTER_MASK) + 1);
+	generation += same_history ? history - grant_history : history;
+	return make_token(generation, (token & TOKEN_COUNTER_MASK) + 1);
 }
 
 /*

@@ -15,9 +15,10 @@
 
 /* token.c: how fencing tokens and owner tokens are made, for every kind */
 extern int32 dlock_token_timeline(void);
-extern int64 dlock_first_token(int64 floor, int32 timeline);
-extern int64 dlock_next_token(int64 token, int32 grant_timeline, int64 grant_system,
-							  int32 timeline);
+extern int32 dlock_token_history(int32 epoch);
+extern int64 dlock_first_token(int64 floor, int32 history);
+extern int64 dlock_next_token(int64 token, int32 grant_history, int64 grant_system,
+							  int32 history);
 extern pg_uuid_t *dlock_new_owner_token(void);
 
 #endif							/* DLOCK_TOKEN_H */

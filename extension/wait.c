@@ -98,6 +98,7 @@
 #include "dlock.h"
 #include "args.h"
 #include "stats.h"
+#include "durability.h"
 #include "wait.h"
 
 PG_FUNCTION_INFO_V1(dlock_waiters);
@@ -168,6 +169,7 @@ typedef struct Waiter
 	bool		may_hand_off;	/* a plain exclusive lease (owner known) */
 	pg_uuid_t	owner;
 	int64		ttl_usecs;
+	bool		fenced;			/* its dlock.durability is fenced */
 	int			holder_len;		/* -1: no holder */
 	char		name[MAX_NAME_BYTES];
 	char		holder[MAX_HOLDER_BYTES];
@@ -414,6 +416,7 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 	if (owner != NULL)
 		w->owner = *owner;
 	w->ttl_usecs = ttl_usecs;
+	w->fenced = dlock_grants_fenced();
 	w->holder_len = -1;
 	if (holder != NULL)
 	{
@@ -660,6 +663,7 @@ dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandof
 			w->offered_until = now + w->ttl_usecs;
 			to->owner = w->owner;
 			to->ttl_usecs = w->ttl_usecs;
+			to->fenced = w->fenced;
 			to->holder_len = w->holder_len;
 			if (w->holder_len > 0)
 				memcpy(to->holder, w->holder, w->holder_len);

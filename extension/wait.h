@@ -21,6 +21,7 @@ typedef struct DlockHandoff
 {
 	pg_uuid_t	owner;
 	int64		ttl_usecs;
+	bool		fenced;			/* the waiter grants under dlock.durability = fenced */
 	int			holder_len;		/* -1: no holder */
 	char		holder[DLOCK_MAX_HOLDER_CHARS * MAX_MULTIBYTE_CHAR_LEN];
 } DlockHandoff;

@@ -61,6 +61,21 @@ bool extension_present(const std::string& conninfo) {
     return c.exec("SELECT 1 FROM pg_extension WHERE extname = 'pg_dlock'").rows() == 1;
 }
 
+// Whether this pg_dlock has fenced grants (1.4 and later, and loaded): an
+// older one refuses SET dlock.durability.
+bool fenced_mode_present(const std::string& conninfo) {
+    pg_conn c(conninfo);
+    return c.exec("SELECT 1 FROM pg_settings WHERE name = 'dlock.durability' AND vartype = 'enum'").rows() == 1;
+}
+
+// Whether the database holds the SQL edition, by CREATE EXTENSION or psql -f:
+// dlock.settings is a table of the SQL edition only.
+bool sql_edition_present(const std::string& conninfo) {
+    if (conninfo.empty()) return false;
+    pg_conn c(conninfo);
+    return c.exec("SELECT to_regclass('dlock.settings') IS NOT NULL").boolean(0, 0);
+}
+
 // The systems of a case: the selection (or the case's defaults) without those
 // this run cannot offer, each skip noted in the results.
 std::vector<std::string> choose_systems(const std::string& case_id, const bench_config& cfg,
@@ -72,6 +87,15 @@ std::vector<std::string> choose_systems(const std::string& case_id, const bench_
         if (std::find(defaults.begin(), defaults.end(), s) == defaults.end()) continue; // not part of this case
         if (system_uses_pg_dlock(s) && !have_ext) {
             out.note(case_id, s, "skipped: extension pg_dlock is not installed in the benchmark database");
+            continue;
+        }
+        if (s == "dlock-fenced" && !fenced_mode_present(cfg.base.conninfo)) {
+            out.note(case_id, s,
+                     "skipped: this pg_dlock has no setting dlock.durability (fenced grants need 1.4, preloaded)");
+            continue;
+        }
+        if (system_uses_sql_edition(s) && !sql_edition_present(cfg.base.sql_edition_conninfo)) {
+            out.note(case_id, s, "skipped: no database with the SQL edition (--pg-sql-edition)");
             continue;
         }
         if (!system_available(s)) {
@@ -136,7 +160,8 @@ int case_uncontended(const bench_config& cfg, sink& out) {
     const std::string id = "uncontended";
     std::vector<std::string> case_systems;
     for (const auto& sys : known_systems())
-        if (sys != "floor-handoff-durable") case_systems.push_back(sys); // a case-2 floor
+        if (sys != "floor-handoff-durable" && sys != "floor-handoff-async")
+            case_systems.push_back(sys); // case-2 floors
     auto systems = choose_systems(id, cfg, case_systems, out);
     auto clients = choose_clients(cfg, {1, 8, 32});
     std::map<std::pair<std::string, int>, aggregate> aggs;
@@ -259,7 +284,9 @@ contended_outcome run_contended(std::vector<worker>& ws, const std::string& name
 }
 
 // Whether a system's blocking acquire waits inside PostgreSQL, where a
-// waiter can be seen waiting (the others retry from the client).
+// waiter can be seen waiting (the others retry from the client). The SQL
+// edition polls inside the server (pg_sleep) and keeps no order among its
+// waiters: it has no order to measure.
 bool waits_in_server(const std::string& sys) {
     return system_uses_pg_dlock(sys) || sys == "advisory" || sys == "advisory-xact";
 }
@@ -328,8 +355,8 @@ int case_contended(const bench_config& cfg, sink& out) {
     const std::string id = "contended";
     auto systems =
         choose_systems(id, cfg,
-                       {"dlock-sql", "dlock-cpp", "sql-lease", "advisory", "advisory-xact", "redis",
-                        "floor-handoff-durable"},
+                       {"dlock-sql", "dlock-fenced", "dlock-cpp", "dlock-sql-edition", "sql-lease", "advisory",
+                        "advisory-xact", "redis", "floor-handoff-durable", "floor-handoff-async"},
                        out);
     // 50: the many-waiter handoff and order targets
     auto clients = choose_clients(cfg, {8, 32, 50});
@@ -688,7 +715,9 @@ void parallel_each(std::vector<worker>& ws, const std::function<void(worker&)>& 
 
 int case_keepalive(const bench_config& cfg, sink& out) {
     const std::string id = "keep-alive";
-    auto systems = choose_systems(id, cfg, {"dlock-sql", "dlock-cpp", "sql-lease", "redis", "floor-update"}, out);
+    // Fenced renewals commit asynchronously: measured beside the durable ones.
+    auto systems =
+        choose_systems(id, cfg, {"dlock-sql", "dlock-fenced", "dlock-cpp", "sql-lease", "redis", "floor-update"}, out);
     int c = choose_clients(cfg, {8}).front();
     std::map<std::string, std::vector<worker>> pools;
     std::map<std::string, aggregate> aggs;
@@ -936,27 +965,76 @@ int case_transactions(const bench_config& cfg, sink& out) {
 // primary key. Each statement runs n times in a PL/pgSQL loop sent as one
 // statement; the loop's own cost (an assignment per iteration) is measured
 // the same way and subtracted. The lock rows exist and are free, and the
-// UPDATE's table has the same fillfactor and a text primary key.
+// UPDATE's table has the same fillfactor and a text primary key. The SQL
+// edition's functions run the same way in its own database.
 // ---------------------------------------------------------------------------
 int case_function_cost(const bench_config& cfg, sink& out) {
     const std::string id = "function-cost";
     const long n = 5000;
+    // PL/pgSQL calls cost the SQL edition tens of times more: fewer calls keep
+    // its part to seconds, and each of its loops still runs for a tenth of a
+    // second or more, long against the timer and the round trip.
+    const long sql_edition_n = 500;
     const std::string owner = "'00000000-0000-0000-0000-0000000000f1'";
-    auto loop = [n](const std::string& body) {
-        return "DO $$DECLARE k text; BEGIN FOR i IN 0.." + std::to_string(n - 1) + " LOOP k := 'fn-' || i; " + body +
-               " END LOOP; END$$";
+    auto loop = [](long calls, const std::string& body) {
+        return "DO $$DECLARE k text; BEGIN FOR i IN 0.." + std::to_string(calls - 1) + " LOOP k := 'fn-' || i; " +
+               body + " END LOOP; END$$";
     };
     struct statement {
-        std::string system, metric, sql;
+        std::string system, metric, body;
     };
+    const std::string try_acquire_body = "PERFORM dlock.try_acquire(k, '1 minute', " + owner + ");";
+    const std::string release_body = "PERFORM dlock.release(k, " + owner + ");";
     const std::vector<statement> statements = {
-        {"dlock-sql", "try_acquire_us", loop("PERFORM dlock.try_acquire(k, '1 minute', " + owner + ");")},
-        {"dlock-sql", "release_us", loop("PERFORM dlock.release(k, " + owner + ");")},
+        {"dlock-sql", "try_acquire_us", try_acquire_body},
+        {"dlock-sql", "release_us", release_body},
         {"floor-update", "update_us",
-         loop("UPDATE bench_fn_row SET owner = " + owner + ", v = v + 1, t = clock_timestamp() WHERE key = k;")},
-        {"floor-select1", "select_us", loop("PERFORM k;")},
+         "UPDATE bench_fn_row SET owner = " + owner + ", v = v + 1, t = clock_timestamp() WHERE key = k;"},
+        {"floor-select1", "select_us", "PERFORM k;"},
     };
-    const std::string empty_loop = loop("");
+    const std::vector<statement> sql_edition_statements = {
+        {"dlock-sql-edition", "try_acquire_us", try_acquire_body},
+        {"dlock-sql-edition", "release_us", release_body},
+    };
+
+    auto make_lock_rows = [&](pg_conn& pg, long calls) {
+        pg.exec("SELECT count(dlock.release('fn-' || g, (dlock.try_acquire('fn-' || g, '1 minute', " + owner +
+                ")).owner_token)) FROM generate_series(0, " + std::to_string(calls - 1) + ") g");
+    };
+    // One pass: every statement once, each try_acquire loop followed by
+    // its release loop in the same transaction, rolled back so every
+    // pass starts from the same rows. loop_system, when given, records the
+    // loop's own cost under that system.
+    using per_call_map = std::map<std::string, std::vector<double>>;
+    auto pass = [&](pg_conn& pg, long calls, const std::vector<statement>& sts, const std::string& loop_system,
+                    per_call_map& per_call) {
+        auto timed = [&](const std::string& sql) {
+            std::int64_t t0 = now_ns();
+            pg.exec(sql);
+            return static_cast<double>(now_ns() - t0) / 1e3;
+        };
+        pg.exec("BEGIN");
+        double empty = timed(loop(calls, ""));
+        for (const auto& st : sts) {
+            double us = (timed(loop(calls, st.body)) - empty) / static_cast<double>(calls);
+            per_call[st.system + "\t" + st.metric].push_back(us);
+        }
+        if (!loop_system.empty()) per_call[loop_system + "\tloop_us"].push_back(empty / static_cast<double>(calls));
+        pg.exec("ROLLBACK");
+    };
+    auto measure = [&](pg_conn& pg, long calls, const std::vector<statement>& sts, const std::string& loop_system) {
+        per_call_map warm;
+        pass(pg, calls, sts, loop_system, warm);
+        per_call_map per_call;
+        int passes = std::max(3, cfg.rounds * 3);
+        for (int i = 0; i < passes; ++i)
+            pass(pg, calls, sts, loop_system, per_call);
+        for (auto& [key, v] : per_call) {
+            std::sort(v.begin(), v.end());
+            auto tab = key.find('\t');
+            out.put(id, key.substr(0, tab), 1, key.substr(tab + 1), v[v.size() / 2]);
+        }
+    };
 
     int failed = 0;
     try {
@@ -966,44 +1044,25 @@ int case_function_cost(const bench_config& cfg, sink& out) {
                 "WITH (fillfactor = 50)");
         pg.exec("INSERT INTO bench_fn_row SELECT 'fn-' || g, NULL, 0, now() FROM generate_series(0, " +
                 std::to_string(n - 1) + ") g");
-        pg.exec("SELECT count(dlock.release('fn-' || g, (dlock.try_acquire('fn-' || g, '1 minute', " + owner +
-                ")).owner_token)) FROM generate_series(0, " + std::to_string(n - 1) + ") g");
+        make_lock_rows(pg, n);
         pg.exec("VACUUM ANALYZE bench_fn_row");
         pg.exec("VACUUM ANALYZE dlock.distributed_lock");
-
-        // One pass: every statement once, each try_acquire loop followed by
-        // its release loop in the same transaction, rolled back so every
-        // pass starts from the same rows.
-        auto pass = [&](std::map<std::string, std::vector<double>>& per_call) {
-            auto timed = [&](const std::string& sql) {
-                std::int64_t t0 = now_ns();
-                pg.exec(sql);
-                return static_cast<double>(now_ns() - t0) / 1e3;
-            };
-            pg.exec("BEGIN");
-            double empty = timed(empty_loop);
-            for (const auto& st : statements) {
-                double us = (timed(st.sql) - empty) / static_cast<double>(n);
-                per_call[st.system + "\t" + st.metric].push_back(us);
-            }
-            per_call["floor-select1\tloop_us"].push_back(empty / static_cast<double>(n));
-            pg.exec("ROLLBACK");
-        };
-        std::map<std::string, std::vector<double>> warm;
-        pass(warm);
-        std::map<std::string, std::vector<double>> per_call;
-        int passes = std::max(3, cfg.rounds * 3);
-        for (int i = 0; i < passes; ++i)
-            pass(per_call);
-        for (auto& [key, v] : per_call) {
-            std::sort(v.begin(), v.end());
-            auto tab = key.find('\t');
-            out.put(id, key.substr(0, tab), 1, key.substr(tab + 1), v[v.size() / 2]);
-        }
+        measure(pg, n, statements, "floor-select1");
         pg.exec("DROP TABLE bench_fn_row");
     } catch (const std::exception& e) {
         out.note(id, "dlock-sql", std::string("error: ") + e.what());
         ++failed;
+    }
+    if (!choose_systems(id, cfg, {"dlock-sql-edition"}, out).empty()) {
+        try {
+            pg_conn pg(cfg.base.sql_edition_conninfo);
+            make_lock_rows(pg, sql_edition_n);
+            pg.exec("VACUUM ANALYZE dlock.distributed_lock");
+            measure(pg, sql_edition_n, sql_edition_statements, "");
+        } catch (const std::exception& e) {
+            out.note(id, "dlock-sql-edition", std::string("error: ") + e.what());
+            ++failed;
+        }
     }
     return failed;
 }
@@ -1032,7 +1091,8 @@ int run_smoke(const bench_config& cfg, sink& out) {
     std::vector<std::string> systems = cfg.systems;
     if (systems.empty())
         for (const auto& s : known_systems())
-            if (system_available(s)) systems.push_back(s);
+            if (system_available(s) && (!system_uses_sql_edition(s) || !cfg.base.sql_edition_conninfo.empty()))
+                systems.push_back(s);
     {
         pg_conn admin(cfg.base.conninfo);
         prepare_schema(admin);

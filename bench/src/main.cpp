@@ -27,6 +27,8 @@ const char* const usage =
     "       dlock_bench report --in TSV --md FILE [--machine FILE]\n"
     "options:\n"
     "  --pg CONNINFO            libpq connection string (default: the PG* environment)\n"
+    "  --pg-sql-edition CONNINFO  the database with the SQL edition (pg_dlock_sql), for the\n"
+    "                           system dlock-sql-edition (default: none, the system is skipped)\n"
     "  --redis HOST:PORT        redis-server (default 127.0.0.1:55501)\n"
     "  --systems a,b            systems to run (default: all the case has)\n"
     "  --clients 1,8,32         client counts (default: the case's)\n"
@@ -87,6 +89,8 @@ int main(int argc, char** argv) {
             };
             if (opt == "--pg")
                 cfg.base.conninfo = value();
+            else if (opt == "--pg-sql-edition")
+                cfg.base.sql_edition_conninfo = value();
             else if (opt == "--redis") {
                 std::string v = value();
                 auto colon = v.rfind(':');

@@ -184,7 +184,10 @@ int write_report(const report_paths& paths) {
         md << "## uncontended: acquire + release, distinct names\n\n"
            << "Each client cycles through 64 names of its own: acquire, then release at once. For the floors the "
               "acquire column is the single statement; `advisory-xact` is `SELECT pg_advisory_xact_lock(k)` in "
-              "autocommit, lock and unlock in one round trip.\n\n"
+              "autocommit, lock and unlock in one round trip. `dlock-fenced` is `dlock-sql` with "
+              "`SET dlock.durability = fenced` on its sessions (grants commit without waiting for the WAL flush); "
+              "`dlock-sql-edition` is the same calls on the SQL edition (PL/pgSQL) in a database of its own; "
+              "`floor-update-async-pair` is two asynchronous one-row UPDATEs, the commits of a fenced pair.\n\n"
            << "Server CPU is the user + system time of the PostgreSQL backends (or redis-server) serving the "
               "clients during the measured window, per pair, read from /proc; driver CPU is the load driver's own. "
               "CPU time is less disturbed than wall time by other work on the machine.\n\n"
@@ -213,13 +216,16 @@ int write_report(const report_paths& paths) {
            << "Clients loop: blocking acquire, critical section (a 100 µs sleep unless the run says otherwise), "
               "release. pg_dlock waits in the server (`dlock.acquire`), advisory locks block in the lock manager, "
               "the hand-written lease and Redis retry with exponential backoff (100 µs doubling to 5 ms, with "
-              "jitter). Handoff = from the holder starting its release to the next holder's acquire returning. "
-              "Fairness = most ÷ fewest critical sections of one client in a round (worst round shown). Overlaps "
+              "jitter); the SQL edition waits in the server by polling (`pg_sleep`, back-off up to 100 ms), "
+              "in no order. `floor-handoff-async` is `floor-handoff-durable` with an asynchronous UPDATE: the "
+              "floor of a fenced handoff. Handoff = from the holder starting its release to the next holder's "
+              "acquire returning. Fairness = most ÷ fewest critical sections of one client in a round (worst round "
+              "shown). Overlaps "
               "counts critical sections entered while another client was inside (must be 0); timeouts counts "
               "blocking acquires that gave up after 5 s. Order inversions (50 clients, systems that wait in the "
               "server): one client holds the lock while the other 49 ask for it one after another, each seen waiting "
               "in `pg_stat_activity` before the next asks; pairs granted against their arrival order, of all pairs, "
-              "over the rounds.\n\n"
+              "over the rounds (not for the SQL edition, which keeps no order).\n\n"
            << "| system | clients | critical sections/s | rounds min–max | × pg_dlock | handoff p50 µs | handoff p99 "
               "µs | "
               "wait p50 µs "
@@ -357,7 +363,8 @@ int write_report(const report_paths& paths) {
     if (r.data.count("function-cost")) {
         double update_us = r.get("function-cost", "floor-update", 1, "update_us");
         md << "## function-cost: cost per call inside one transaction\n\n"
-           << "Each statement runs 5 000 times in a PL/pgSQL loop sent as one statement, inside one transaction "
+           << "Each statement runs 5 000 times (on the SQL edition, in its database, 500 times) in a PL/pgSQL loop "
+              "sent as one statement, inside one transaction "
               "that is rolled back (no commit, no round trip per call); the loop's own cost per iteration is "
               "subtracted. try_acquire and release work on existing, free lock rows; the UPDATE changes three "
               "columns of a row found by its text primary key in a table with the same fillfactor. Median of the "
@@ -369,6 +376,10 @@ int write_report(const report_paths& paths) {
         };
         row("`SELECT dlock.try_acquire(…)`", reference, "try_acquire_us");
         row("`SELECT dlock.release(…)`", reference, "release_us");
+        if (!std::isnan(r.get("function-cost", "dlock-sql-edition", 1, "try_acquire_us"))) {
+            row("`SELECT dlock.try_acquire(…)`, SQL edition", "dlock-sql-edition", "try_acquire_us");
+            row("`SELECT dlock.release(…)`, SQL edition", "dlock-sql-edition", "release_us");
+        }
         row("`UPDATE … WHERE key = $1`", "floor-update", "update_us");
         row("`SELECT $1` (an empty statement)", "floor-select1", "select_us");
         md << "\nThe loop itself: " << num(r.get("function-cost", "floor-select1", 1, "loop_us")) << " µs per iteration.\n\n";

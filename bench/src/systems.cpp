@@ -32,12 +32,19 @@ std::string interval_text(std::chrono::milliseconds ms) {
 }
 
 // ---------------------------------------------------------------------------
-// pg_dlock through its SQL functions.
+// pg_dlock through its SQL functions: the C extension with durable grants
+// (dlock-sql) or fenced ones (dlock-fenced), or the SQL edition in its own
+// database (dlock-sql-edition) -- the same calls on each.
 // ---------------------------------------------------------------------------
 class dlock_sql_session final : public lock_session {
 public:
-    explicit dlock_sql_session(const system_options& opts)
-        : m_conn(opts.conninfo), m_ttl(interval_text(opts.ttl)), m_wait(interval_text(opts.wait)) {
+    enum class durability { session_default, fenced };
+
+    dlock_sql_session(const system_options& opts, const std::string& conninfo, durability d)
+        : m_conn(conninfo), m_ttl(interval_text(opts.ttl)), m_wait(interval_text(opts.wait)) {
+        // For the whole session, as an application would set it for its role:
+        // every grant and renewal of this system is fenced.
+        if (d == durability::fenced) m_conn.exec("SET dlock.durability = fenced");
         m_conn.prepare("acq", "SELECT owner_token, fencing_token FROM dlock.try_acquire($1, $2::interval)");
         m_conn.prepare("acqw", "SELECT owner_token, fencing_token FROM dlock.acquire($1, $2::interval, $3::interval)");
         m_conn.prepare("rel", "SELECT dlock.release($1, $2::uuid)");
@@ -180,12 +187,15 @@ private:
 // The floor of a durable handoff: a session-level advisory lock whose every
 // grant is followed by a durable one-row UPDATE, in the same statement, before
 // the holder goes on -- what a lock needs at least when each grant must reach
-// disk before its holder acts: one WAL flush per handoff, in series.
+// disk before its holder acts: one WAL flush per handoff, in series. With an
+// asynchronous UPDATE instead, the floor of a fenced handoff: a write and a
+// commit per grant, no flush to wait for.
 // ---------------------------------------------------------------------------
-class durable_handoff_session final : public lock_session {
+class handoff_floor_session final : public lock_session {
 public:
-    explicit durable_handoff_session(const system_options& opts)
+    handoff_floor_session(const system_options& opts, bool durable)
         : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)) {
+        if (!durable) m_conn.exec("SET synchronous_commit = off");
         m_conn.prepare("lock", "WITH granted AS (SELECT pg_advisory_lock($1::bigint)) "
                                "UPDATE bench.floor SET n = n + 1 FROM granted WHERE id = $2::int");
         m_conn.prepare("try", "WITH granted AS (SELECT pg_try_advisory_lock($1::bigint) AS ok) "
@@ -336,11 +346,13 @@ private:
 // update_pair, whose acquire is a durable one-row UPDATE and whose release an
 // asynchronous UPDATE of the same row right after it: the same sequence of
 // commits as a pg_dlock acquire + release, so its release latency is what the
-// server and machine cost for an async write that follows a WAL flush.
+// server and machine cost for an async write that follows a WAL flush; and
+// update_async_pair, both UPDATEs asynchronous: the commits of a fenced
+// acquire + release.
 // ---------------------------------------------------------------------------
 class floor_session final : public lock_session {
 public:
-    enum class kind { select1, update, update_async, update_pair };
+    enum class kind { select1, update, update_async, update_pair, update_async_pair };
 
     floor_session(const system_options& opts, kind k) : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)), m_kind(k) {
         if (k == kind::select1) {
@@ -353,8 +365,10 @@ public:
                                  "UPDATE bench.floor SET n = n + 1 FROM durable WHERE id = $1::int");
             m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         } else {
-            if (k == kind::update_async) m_conn.exec("SET synchronous_commit = off");
+            if (k == kind::update_async || k == kind::update_async_pair) m_conn.exec("SET synchronous_commit = off");
             m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
+            if (k == kind::update_async_pair)
+                m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         }
     }
 
@@ -364,7 +378,7 @@ public:
     }
 
     void release(const lease&) override {
-        if (m_kind == kind::update_pair) m_conn.run("async", {m_slot.c_str()});
+        if (is_pair()) m_conn.run("async", {m_slot.c_str()});
     }
 
     bool renew(const lease&) override {
@@ -372,7 +386,7 @@ public:
         return true;
     }
 
-    [[nodiscard]] bool release_costs_round_trip() const override { return m_kind == kind::update_pair; }
+    [[nodiscard]] bool release_costs_round_trip() const override { return is_pair(); }
     pg_conn* pg() override { return &m_conn; }
     int server_pid() override {
         if (m_pid == 0) m_pid = backend_pid(m_conn);
@@ -380,6 +394,7 @@ public:
     }
 
 private:
+    [[nodiscard]] bool is_pair() const { return m_kind == kind::update_pair || m_kind == kind::update_async_pair; }
     void op() {
         if (m_has_param)
             m_conn.run("op", {m_slot.c_str()});
@@ -428,14 +443,31 @@ void prepare_schema(pg_conn& conn) {
 
 const std::vector<std::string>& known_systems() {
     static const std::vector<std::string> systems = {
-        "dlock-sql", "dlock-cpp",     "sql-lease",    "advisory",           "advisory-xact",
-        "redis",     "floor-select1", "floor-update", "floor-update-async", "floor-update-pair", "floor-handoff-durable",
+        "dlock-sql",
+        "dlock-fenced",
+        "dlock-cpp",
+        "dlock-sql-edition",
+        "sql-lease",
+        "advisory",
+        "advisory-xact",
+        "redis",
+        "floor-select1",
+        "floor-update",
+        "floor-update-async",
+        "floor-update-pair",
+        "floor-update-async-pair",
+        "floor-handoff-durable",
+        "floor-handoff-async",
     };
     return systems;
 }
 
 bool system_uses_pg_dlock(const std::string& system) {
-    return system.rfind("dlock-", 0) == 0;
+    return system.rfind("dlock-", 0) == 0 && !system_uses_sql_edition(system);
+}
+
+bool system_uses_sql_edition(const std::string& system) {
+    return system == "dlock-sql-edition";
 }
 
 bool system_is_floor(const std::string& system) {
@@ -452,7 +484,15 @@ bool system_available(const std::string& system) {
 }
 
 std::unique_ptr<lock_session> make_session(const std::string& system, const system_options& opts) {
-    if (system == "dlock-sql") return std::make_unique<dlock_sql_session>(opts);
+    using durability = dlock_sql_session::durability;
+    if (system == "dlock-sql")
+        return std::make_unique<dlock_sql_session>(opts, opts.conninfo, durability::session_default);
+    if (system == "dlock-fenced") return std::make_unique<dlock_sql_session>(opts, opts.conninfo, durability::fenced);
+    if (system == "dlock-sql-edition") {
+        if (opts.sql_edition_conninfo.empty())
+            throw std::invalid_argument("dlock-sql-edition: no database with the SQL edition (--pg-sql-edition)");
+        return std::make_unique<dlock_sql_session>(opts, opts.sql_edition_conninfo, durability::session_default);
+    }
     if (system == "dlock-cpp") {
 #ifdef DLOCK_BENCH_HAVE_CLIENT
         return make_client_session(opts);
@@ -467,8 +507,11 @@ std::unique_ptr<lock_session> make_session(const std::string& system, const syst
     if (system == "floor-select1") return std::make_unique<floor_session>(opts, floor_session::kind::select1);
     if (system == "floor-update") return std::make_unique<floor_session>(opts, floor_session::kind::update);
     if (system == "floor-update-async") return std::make_unique<floor_session>(opts, floor_session::kind::update_async);
-    if (system == "floor-handoff-durable") return std::make_unique<durable_handoff_session>(opts);
+    if (system == "floor-handoff-durable") return std::make_unique<handoff_floor_session>(opts, true);
+    if (system == "floor-handoff-async") return std::make_unique<handoff_floor_session>(opts, false);
     if (system == "floor-update-pair") return std::make_unique<floor_session>(opts, floor_session::kind::update_pair);
+    if (system == "floor-update-async-pair")
+        return std::make_unique<floor_session>(opts, floor_session::kind::update_async_pair);
     throw std::invalid_argument("unknown system \"" + system + "\"");
 }
 

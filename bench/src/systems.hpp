@@ -23,6 +23,9 @@ struct lease {
 
 struct system_options {
     std::string conninfo;
+    // The database with the SQL edition (pg_dlock_sql): the two editions
+    // cannot share one database. Empty: the dlock-sql-edition system is skipped.
+    std::string sql_edition_conninfo;
     std::string redis_host = "127.0.0.1";
     int redis_port = 55501;
     std::chrono::milliseconds ttl{30000};
@@ -71,7 +74,10 @@ void prepare_schema(pg_conn& conn);
 
 // All system names the driver knows, in report order.
 [[nodiscard]] const std::vector<std::string>& known_systems();
+// The C extension's systems (dlock-sql, dlock-fenced, dlock-cpp).
 [[nodiscard]] bool system_uses_pg_dlock(const std::string& system);
+// The SQL edition's system, which runs in its own database.
+[[nodiscard]] bool system_uses_sql_edition(const std::string& system);
 [[nodiscard]] bool system_is_floor(const std::string& system);
 [[nodiscard]] bool system_available(const std::string& system);
 

@@ -146,6 +146,46 @@ histograms_1_2=$(in_db $from_db -c "SELECT count(*) FROM dlock.hold_histogram()"
 check "the histograms exist after the update (48 rows)" test "$histograms_1_2" = 48
 psql -X -q -d postgres -c "DROP DATABASE $from_db"
 
+# --- a database at 1.3 (the previous release) ---------------------------
+from_db=dlock_upgrade_from_1_3
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
+in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.3'"
+held_1_3=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.3', '1 hour', '$owner', 'upgrade-test')")
+reader_1_3=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:read-1.3', '1 hour', '$owner')")
+# a row last granted on timeline 2 of this cluster, as after a promotion
+in_db $from_db -c "SELECT dlock.try_acquire('upgrade:tl2-1.3', '1 hour', '$owner')" \
+	-c "SELECT dlock.release('upgrade:tl2-1.3', '$owner')" \
+	-c "UPDATE dlock.distributed_lock SET grant_timeline = 2 WHERE lock_name = 'upgrade:tl2-1.3'" >/dev/null
+# the new library on the 1.3 schema has no token epoch: a fenced grant there
+# commits durably (synchronous_commit raised to on, as for a durable grant)
+fenced_1_3=$(in_db $from_db -c "SET synchronous_commit = off" -c "SET dlock.durability = fenced" -c "BEGIN" \
+	-c "SELECT dlock.try_acquire('upgrade:fenced-1.3', '1 hour', '$owner') IS NOT NULL" \
+	-c "SHOW synchronous_commit" -c "COMMIT" | paste -sd' ')
+check "a fenced grant on a database still at 1.3 commits durably ($fenced_1_3)" test "$fenced_1_3" = "t on"
+in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+version_1_3=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.3 to $current_version" test "$version_1_3" = "$current_version"
+renewed_1_3=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.3', '$owner', '1 hour') IS NOT NULL AND dlock.renew('upgrade:read-1.3', '$owner', '1 hour') IS NOT NULL")
+check "an exclusive and a shared lease granted under 1.3 are still held after the update" test "$renewed_1_3" = t
+epoch_1_3=$(in_db $from_db -c "SELECT epoch || ' ' || fenced FROM dlock.token_epoch")
+check "the update starts the token epoch at 0 ($epoch_1_3)" test "$epoch_1_3" = "0 false"
+position_1_3=$(in_db $from_db -c "SELECT string_agg(lock_name || '=' || grant_timeline, ' ' ORDER BY lock_name) FROM dlock.distributed_lock WHERE lock_name IN ('upgrade:held-1.3', 'upgrade:tl2-1.3')")
+check "grant timelines become history positions: 1 stays 1, 2 becomes 16385 ($position_1_3)" \
+	test "$position_1_3" = "upgrade:held-1.3=1 upgrade:tl2-1.3=16385"
+released_1_3=$(in_db $from_db -c "SELECT dlock.release('upgrade:held-1.3', '$owner')" \
+	-c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.3', '1 hour', '$owner')" | tail -n 1)
+check "the next token of a lock used under 1.3 is the next one in its generation" \
+	test "$released_1_3" -eq $((held_1_3 + 1))
+fenced_after_1_3=$(in_db $from_db -c "SET dlock.durability = fenced" \
+	-c "SELECT dlock.try_acquire('upgrade:fenced-after-1.3', '1 hour', '$owner') IS NOT NULL" \
+	-c "SELECT s.unflushed_commits FROM dlock.durability_stats() s" \
+	-c "SELECT dlock.try_acquire('upgrade:fenced-after-1.3b', '1 hour', '$owner') IS NOT NULL" \
+	-c "SELECT s.unflushed_commits FROM dlock.durability_stats() s" | paste -sd' ')
+set -- $fenced_after_1_3
+check "after the update a fenced grant commits without the flush once the epoch is marked ($fenced_after_1_3)" \
+	test "${4:-0}" -eq $((${2:-0} + 1))
+psql -X -q -d postgres -c "DROP DATABASE $from_db"
+
 # --- the regress suite on an updated database ----------------------------
 run_regress() {
 	local db=$1 out=$2

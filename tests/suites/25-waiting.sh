@@ -134,6 +134,20 @@ if "$DLOCK_ROOT/scripts/pg-cluster.sh" start "$scratch/plain" "$plain_port" -c "
 	got=$(plain "SELECT fencing_token > 0 FROM dlock.acquire('waiting:plain', '1 minute', '10 seconds')")
 	wait
 	check "without preloading, a waiter gets the lock after the release" test "$got" = t
+	# fenced grants rely on the token epoch of the server life, kept in shared
+	# memory: refused once the library is loaded, and a value set before it
+	# was loaded is dropped with a warning when it loads
+	plain_session() { PGPORT=$plain_port PGDATABASE=postgres psql -X -q -At -v VERBOSITY=verbose "$@" 2>&1; }
+	refused=$(plain_session -c "LOAD 'pg_dlock'" -c "SET dlock.durability = fenced")
+	check "without preloading, dlock.durability = fenced is refused ($refused)" \
+		grep -q '55000.*dlock.durability = fenced needs pg_dlock in shared_preload_libraries' <<<"$refused"
+	dropped=$(plain_session -c "SET dlock.durability = fenced" \
+		-c "SELECT dlock.try_acquire('waiting:plain-fenced', '1 minute') IS NOT NULL" -c "SHOW dlock.durability")
+	check "a fenced setting made before the library loaded is dropped with a warning ($(echo $dropped))" \
+		grep -q 'WARNING.*dlock.durability = fenced needs pg_dlock in shared_preload_libraries' <<<"$dropped"
+	check "and the grant is durable" test "$(tail -n 2 <<<"$dropped" | paste -sd' ')" = "t durable"
+	check "without preloading, dlock.durability = durable is accepted" \
+		test -z "$(plain_session -c "LOAD 'pg_dlock'" -c "SET dlock.durability = durable")"
 else
 	check "a server without preloading starts" false
 fi

@@ -2,9 +2,10 @@
 # Smoke test of the benchmark driver (bench/): every system it compares runs
 # for about a second against the test server and a throwaway redis-server and
 # must produce figures without errors (uncontended pairs, two clients on one
-# name with no overlap in the critical section, renewals). It measures
-# nothing: speed is for `make bench`. A run against a Redis that is not there
-# must fail, which shows the suite can.
+# name with no overlap in the critical section, renewals). The SQL edition runs
+# in a database of its own on the same server. It measures nothing: speed is
+# for `make bench`. A run against a Redis that is not there must fail, which
+# shows the suite can.
 set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -26,8 +27,11 @@ not_ok() {
 	echo "not ok - $1"
 	failed=$((failed + 1))
 }
+# The two editions cannot share a database.
+sql_edition_db=dlock_bench_smoke_sql_edition
 finish() {
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $sql_edition_db" >/dev/null 2>&1
 	rm -rf "$work"
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
@@ -53,12 +57,22 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-systems=(dlock-sql sql-lease advisory advisory-xact redis floor-select1 floor-update floor-update-async floor-update-pair
-	floor-handoff-durable)
+if psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $sql_edition_db" -c "CREATE DATABASE $sql_edition_db" \
+	>"$work/sql-edition-install.log" 2>&1 &&
+	psql -X -q -v ON_ERROR_STOP=1 -d "$sql_edition_db" -f "$root/sql_edition/dist/pg_dlock_sql-install.sql" \
+		>>"$work/sql-edition-install.log" 2>&1; then
+	ok "the SQL edition installs in a database of its own"
+else
+	cat "$work/sql-edition-install.log"
+	not_ok "the SQL edition installs in a database of its own"
+fi
+
+systems=(dlock-sql dlock-fenced dlock-sql-edition sql-lease advisory advisory-xact redis floor-select1 floor-update
+	floor-update-async floor-update-pair floor-update-async-pair floor-handoff-durable floor-handoff-async)
 # The C++ client library is part of the repository: the driver must have it.
 [ -f "$root/client/include/dlock/client.hpp" ] && systems=(dlock-sql dlock-cpp "${systems[@]:1}")
 
-"$driver" smoke --redis "127.0.0.1:$redis_port" --duration 0.5 --warmup 0.1 \
+"$driver" smoke --redis "127.0.0.1:$redis_port" --pg-sql-edition "dbname=$sql_edition_db" --duration 0.5 --warmup 0.1 \
 	--systems "$(
 		IFS=,
 		echo "${systems[*]}"

@@ -1,0 +1,378 @@
+/*-------------------------------------------------------------------------
+ *
+ * token_epoch.c
+ *	  The token epoch: what keeps a token that a crash lost from being
+ *	  issued again.
+ *
+ * Under dlock.durability = fenced a grant commits without waiting for the
+ * WAL flush, so a crash can lose it after its holder was told its token;
+ * the name's row then goes back to its earlier counter, and the next grant
+ * would issue the same token again. Tokens therefore carry the epoch in
+ * their generation (token.c), and a server life that follows a life with
+ * fenced grants grants in a new epoch, above every token of the old one:
+ *
+ * - dlock.token_epoch holds the epochs used. Rows are only added, never
+ *   updated, so the first grants of a life never wait for each other.
+ * - The first fenced grant of a life records (epoch, fenced = true) and
+ *   commits durably. Only once that has committed -- it is then published
+ *   in shared memory -- may fenced grants commit without the flush.
+ * - The first grant of a life, of any mode, reads the newest epoch; if a
+ *   life marked it fenced, it records epoch + 1 and commits durably, and
+ *   grants in it. A durable grant too: the row it updates may have issued
+ *   tokens that the crash lost.
+ *
+ * What a life is comes from shared memory: it is made anew by every server
+ * start and every crash restart, and remembers each database's epoch from
+ * its first grant on. A backend that finds no entry (a new life, or the
+ * table of entries is full) reads the table; a life's second reader finds
+ * the fenced mark of its own life and moves the epoch once more, which is
+ * safe, if not needed. Without shared_preload_libraries nothing is fenced,
+ * so a backend keeps the epoch it read for its lifetime.
+ *
+ * The epochs of a timeline are bounded (DLOCK_EPOCHS); when the last one is
+ * reached, fenced grants commit durably instead, with a warning, so the
+ * epoch never has to move past it.
+ *
+ * IDENTIFICATION
+ *	  extension/token_epoch.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+
+#include "dlock.h"
+#include "catalog.h"
+#include "durability.h"
+#include "spi_plans.h"
+#include "stats.h"
+#include "token.h"
+#include "token_epoch.h"
+
+/* Databases whose epoch shared memory remembers */
+#define EPOCH_ENTRIES 128
+
+typedef struct EpochEntry
+{
+	Oid			dbid;			/* InvalidOid: free */
+	Oid			epoch_table;	/* a new extension in the database is a
+								 * new table */
+	int32		epoch;
+	bool		fenced;			/* marked fenced, durably, in this life */
+} EpochEntry;
+
+typedef struct EpochShared
+{
+	slock_t		mutex;
+	EpochEntry	entries[EPOCH_ENTRIES];
+} EpochShared;
+
+static EpochShared *epoch_shared = NULL;
+
+/* What this backend knows without shared memory, or has yet to publish */
+typedef struct EpochState
+{
+	Oid			epoch_table;	/* InvalidOid: nothing */
+	int32		epoch;
+	bool		fenced;
+} EpochState;
+
+/* without shared memory: the epoch read, kept for the backend's life */
+static EpochState local = {InvalidOid, 0, false};
+
+/* what this transaction recorded, published when it commits */
+static EpochState recorded = {InvalidOid, 0, false};
+
+/* the subtransaction that recorded it: undone if that one rolls back */
+static SubTransactionId recorded_in = InvalidSubTransactionId;
+
+Size
+dlock_epoch_shmem_size(void)
+{
+	return MAXALIGN(sizeof(EpochShared));
+}
+
+void
+dlock_epoch_shmem_init(void)
+{
+	bool		found;
+
+	epoch_shared = ShmemInitStruct("pg_dlock token epochs", sizeof(EpochShared), &found);
+	if (!found)
+	{
+		SpinLockInit(&epoch_shared->mutex);
+		memset(epoch_shared->entries, 0, sizeof(epoch_shared->entries));
+	}
+}
+
+/*
+ * The epoch this life uses for epoch_table, if known.
+ */
+static bool
+known_epoch(Oid epoch_table, EpochState *state)
+{
+	bool		found = false;
+
+	if (recorded.epoch_table == epoch_table)
+	{
+		*state = recorded;
+		return true;
+	}
+	if (epoch_shared == NULL)
+	{
+		*state = local;
+		return local.epoch_table == epoch_table;
+	}
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	{
+		EpochEntry *entry = &epoch_shared->entries[i];
+
+		if (entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
+		{
+			state->epoch_table = epoch_table;
+			state->epoch = entry->epoch;
+			state->fenced = entry->fenced;
+			found = true;
+			break;
+		}
+	}
+	SpinLockRelease(&epoch_shared->mutex);
+	return found;
+}
+
+/*
+ * Remember state as this life's epoch for the database: a later epoch, or
+ * the fenced mark of the same one, replaces what is there. An entry of an
+ * older table of the database is reused.
+ */
+static void
+publish(const EpochState *state)
+{
+	EpochEntry *slot = NULL;
+
+	if (epoch_shared == NULL)
+	{
+		local = *state;
+		return;
+	}
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	{
+		EpochEntry *entry = &epoch_shared->entries[i];
+
+		if (entry->dbid == MyDatabaseId)
+		{
+			slot = entry;
+			break;
+		}
+		if (slot == NULL && entry->dbid == InvalidOid)
+			slot = entry;
+	}
+	if (slot != NULL &&
+		(slot->dbid != MyDatabaseId || slot->epoch_table != state->epoch_table ||
+		 state->epoch > slot->epoch ||
+		 (state->epoch == slot->epoch && state->fenced)))
+	{
+		slot->dbid = MyDatabaseId;
+		slot->epoch_table = state->epoch_table;
+		slot->epoch = state->epoch;
+		slot->fenced = state->fenced;
+	}
+	SpinLockRelease(&epoch_shared->mutex);
+}
+
+/*
+ * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
+ * then commit durably; published when it commits.
+ */
+static void
+record_epoch(Oid epoch_table, int32 epoch, bool fenced)
+{
+	Datum		values[2] = {Int32GetDatum(epoch), BoolGetDatum(fenced)};
+
+	(void) dlock_execute(PLAN_EPOCH_RECORD, values, NULL, 0);
+	dlock_require_durable_commit();
+	recorded.epoch_table = epoch_table;
+	recorded.epoch = epoch;
+	recorded.fenced = fenced;
+	recorded_in = GetCurrentSubTransactionId();
+}
+
+/*
+ * The first grant of a life: the newest epoch, or the next one if a life
+ * granted in it without the flush.
+ */
+static void
+start_life(Oid epoch_table, EpochState *state)
+{
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	state->epoch_table = epoch_table;
+	state->epoch = 0;
+	state->fenced = false;
+	if (dlock_execute(PLAN_EPOCH_NEWEST, NULL, NULL, 1) == 1)
+	{
+		state->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		state->fenced = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	if (state->fenced && !dlock_test_ignore_epoch)
+	{
+		/* marking refuses the last epoch, so there is a next one */
+		state->epoch++;
+		state->fenced = false;
+		record_epoch(epoch_table, state->epoch, false);
+	}
+	else
+		publish(state);
+	SPI_finish();
+}
+
+/*
+ * The first fenced grant of a life in epoch state->epoch: mark it, and
+ * commit durably. The last epoch of a timeline is not marked: the grant
+ * commits durably instead.
+ */
+static void
+mark_fenced(EpochState *state)
+{
+	if (state->epoch >= DLOCK_EPOCHS - 1)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("dlock.durability = fenced is not available on this timeline any more"),
+				 errdetail("Its last token epoch, %d, is in use; the grant commits durably.",
+						   state->epoch),
+				 errhint("A failover to a new timeline makes fenced grants available again.")));
+		dlock_require_durable_commit();
+		return;
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_dlock: SPI_connect failed");
+	record_epoch(state->epoch_table, state->epoch, true);
+	SPI_finish();
+	state->fenced = true;
+}
+
+/*
+ * The history position of a grant made now (token.c): the first grant of a
+ * server life may have to move the epoch, a first fenced grant to mark it.
+ * fenced says whether the grant is to commit without the flush. Before 1.4
+ * the position is the timeline ID, as the rows of that version hold it.
+ */
+static int32
+grant_history(bool fenced)
+{
+	Oid			epoch_table = dlock_catalog()->epoch_table;
+	EpochState	state;
+
+	if (!OidIsValid(epoch_table))
+	{
+		if (fenced)
+			dlock_require_durable_commit();
+		return dlock_token_timeline();
+	}
+	if (!known_epoch(epoch_table, &state))
+		start_life(epoch_table, &state);
+	if (fenced && !state.fenced)
+		mark_fenced(&state);
+	return dlock_token_history(state.epoch);
+}
+
+/*
+ * Before a grant of any kind reads its row and writes: how it will commit,
+ * and the history position of its token.
+ */
+void
+dlock_grant_prepare(DlockGrantCommit *commit)
+{
+	commit->fenced = dlock_grants_fenced();
+	commit->writes_only = dlock_lease_writes_only();
+	commit->history = grant_history(commit->fenced);
+}
+
+/*
+ * After the grant wrote its row.
+ */
+void
+dlock_grant_written(const DlockGrantCommit *commit)
+{
+	dlock_lease_written(commit->writes_only, !commit->fenced);
+}
+
+/*
+ * At commit, publish what the transaction recorded: it is durable now.
+ */
+void
+dlock_epoch_xact_end(XactEvent event)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (OidIsValid(recorded.epoch_table))
+				publish(&recorded);
+			recorded.epoch_table = InvalidOid;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			recorded.epoch_table = InvalidOid;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction that rolls back takes back what it, or one begun inside
+ * it, recorded: subtransactions are numbered in the order they begin.
+ */
+void
+dlock_epoch_subxact_end(SubXactEvent event, SubTransactionId subxid)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && OidIsValid(recorded.epoch_table) &&
+		recorded_in >= subxid)
+		recorded.epoch_table = InvalidOid;
+}
+
+/*
+ * dlock.durability_stats() returns record: this server life's token epoch
+ * in the current database (NULL until its first grant), whether fenced
+ * grants were marked in it, and how the transactions that changed leases
+ * committed since the counters were reset.
+ */
+PG_FUNCTION_INFO_V1(dlock_durability_stats);
+Datum
+dlock_durability_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	EpochState	state;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_dlock: return type must be a row type");
+	if (known_epoch(dlock_catalog()->epoch_table, &state))
+	{
+		values[0] = Int32GetDatum(state.epoch);
+		values[1] = BoolGetDatum(state.fenced);
+	}
+	else
+		nulls[0] = nulls[1] = true;
+	values[2] = Int64GetDatum((int64) dlock_counter_value(STAT_DURABLE_COMMITS));
+	values[3] = Int64GetDatum((int64) dlock_counter_value(STAT_UNFLUSHED_COMMITS));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
