@@ -202,10 +202,17 @@ TEST_F(durability_test, fenced_leases_are_granted_renewed_and_released_in_fenced
 }
 
 // An exclusive lease under fenced: granted, renewed (by the lease and by
-// name), released, and the next grant's token is higher.
+// name), released, and the next grant's token is higher. The server counts
+// the six calls among the lease transactions that committed without the
+// flush (dlock.durability_stats; a durable client's grants and renewals
+// would be counted as durable, only its releases as unflushed).
 TEST_F(durability_test, fenced_exclusive_lease_is_granted_renewed_and_released_and_its_token_grows) {
+    const auto unflushed = [&] {
+        return sql("SELECT unflushed_commits FROM dlock.durability_stats()")[0][0].as<long long>();
+    };
     for (const auto mode : pooling_modes()) {
         SCOPED_TRACE(mode_name(mode));
+        const auto unflushed_before = unflushed();
         dlock::client c{options(mode, dlock::durability::fenced)};
         const auto name = unique_name("exclusive");
         auto first = c.try_acquire(name, manual());
@@ -222,6 +229,7 @@ TEST_F(durability_test, fenced_exclusive_lease_is_granted_renewed_and_released_a
         const auto m = c.metrics();
         EXPECT_EQ(m.acquisitions, 2u);
         EXPECT_EQ(m.unknown_outcomes, 0u);
+        EXPECT_GE(unflushed() - unflushed_before, 6);
     }
 }
 
