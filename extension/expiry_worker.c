@@ -146,18 +146,21 @@ dlock_expiry_worker_schedule(TimestampTz lease_until)
 }
 
 /*
- * Report up to EXPIRY_BATCH expired leases not reported yet; true when the
- * batch was full. Leases whose row another transaction has locked (an
- * acquire taking them over, typically) are skipped: that transaction will
- * report a takeover, or the next run the expiry.
+ * Report up to EXPIRY_BATCH expired leases not reported yet, by statement
+ * "plan": exclusive leases (PLAN_EXPIRY_REPORT) or shared leases and
+ * permits (PLAN_HOLDER_EXPIRY_REPORT, whose sixth column is the slot's
+ * kind); true when the batch was full. Leases whose row another
+ * transaction has locked (an acquire taking them over, typically) are
+ * skipped: that transaction will report a takeover, or the next run the
+ * expiry.
  */
 static bool
-report_expiries(void)
+report_expiries(DlockPlanId plan)
 {
 	Datum		values[1] = {Int32GetDatum(EXPIRY_BATCH)};
 	uint64		n;
 
-	n = dlock_execute(PLAN_EXPIRY_REPORT, values, NULL, 0);
+	n = dlock_execute(plan, values, NULL, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -177,6 +180,8 @@ report_expiries(void)
 			.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at),
 		};
 
+		if (desc->natts >= 6)
+			lease.kind = dlock_lease_kind_of(DatumGetChar(SPI_getbinval(row, desc, 6, &isnull)));
 		dlock_report_expiry(lock_name, &lease, lease_until);
 	}
 	return n == EXPIRY_BATCH;
@@ -187,19 +192,26 @@ report_expiries(void)
  * has passed already (skipped because locked) is retried a little later.
  */
 static TimestampTz
-next_expiry_to_report(void)
+next_expiry_to_report(bool holders)
 {
-	bool		isnull;
-	Datum		earliest;
+	TimestampTz earliest = NO_EXPIRY;
 	TimestampTz now = GetCurrentTimestamp();
 
-	(void) dlock_execute(PLAN_EXPIRY_NEXT, NULL, NULL, 0);
-	earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
+	for (int i = 0; i < (holders ? 2 : 1); i++)
+	{
+		bool		isnull;
+		Datum		until;
+
+		(void) dlock_execute(i == 0 ? PLAN_EXPIRY_NEXT : PLAN_HOLDER_EXPIRY_NEXT, NULL, NULL, 0);
+		until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull)
+			earliest = Min(earliest, DatumGetTimestampTz(until));
+	}
+	if (earliest == NO_EXPIRY)
 		return NO_EXPIRY;
-	if (DatumGetTimestampTz(earliest) <= now)
+	if (earliest <= now)
 		return now + EXPIRY_RETRY_USECS;
-	return DatumGetTimestampTz(earliest);
+	return earliest;
 }
 
 /*
@@ -212,6 +224,16 @@ extension_ready(void)
 	if (!OidIsValid(get_extension_oid("pg_dlock", true)))
 		return false;
 	return OidIsValid(get_relname_relid("expiry_reported", dlock_require_own_schema()));
+}
+
+/*
+ * True when the expiries of shared leases and permits are recorded too
+ * (version 1.4 or later). Caller checked extension_ready.
+ */
+static bool
+holder_expiries_ready(void)
+{
+	return OidIsValid(get_relname_relid("holder_expiry_reported", dlock_require_own_schema()));
 }
 
 static void
@@ -308,9 +330,16 @@ dlock_expiry_run_main(Datum main_arg)
 		 */
 		if (ready)
 		{
-			more = report_expiries();
+			bool		holders = holder_expiries_ready();
+
+			more = report_expiries(PLAN_EXPIRY_REPORT);
 			(void) dlock_execute(PLAN_EXPIRY_FORGET, NULL, NULL, 0);
-			next = next_expiry_to_report();
+			if (holders)
+			{
+				more |= report_expiries(PLAN_HOLDER_EXPIRY_REPORT);
+				(void) dlock_execute(PLAN_HOLDER_EXPIRY_FORGET, NULL, NULL, 0);
+			}
+			next = next_expiry_to_report(holders);
 		}
 		end_run_transaction();
 

@@ -197,6 +197,8 @@ take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 #define Anum_holder_lease_until 8
 #define Anum_counter_lock_name	1
 #define Anum_counter_fencing_seq 2
+#define Anum_counter_grant_timeline 3
+#define Anum_counter_grant_system 4
 
 /*
  * Scan the rows of lock_name in table relid (by its primary key, whose first
@@ -231,6 +233,8 @@ typedef struct HolderProbe
 	int			nexpired;		/* how many */
 	bool		any_slot;		/* the name has slot rows at all */
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
+	int32		counter_history;	/* its history position (token.c) */
+	int64		counter_system;
 } HolderProbe;
 
 static void
@@ -262,10 +266,16 @@ static void
 probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
 {
 	bool		isnull;
+	HolderProbe *probe = arg;
 	Datum		seq = heap_getattr(tuple, Anum_counter_fencing_seq, desc, &isnull);
 
-	if (!isnull)
-		((HolderProbe *) arg)->counter = DatumGetInt64(seq);
+	if (isnull)
+		return;
+	probe->counter = DatumGetInt64(seq);
+	probe->counter_history = DatumGetInt32(heap_getattr(tuple, Anum_counter_grant_timeline,
+														desc, &isnull));
+	probe->counter_system = DatumGetInt64(heap_getattr(tuple, Anum_counter_grant_system,
+													   desc, &isnull));
 }
 
 static Datum
@@ -279,18 +289,22 @@ spi_value(int row, int col, bool *isnull)
  * takes the name's kind lock exclusively and checks that no shared lease or
  * permit is live. Expired holders pinned by dlock.holds() are waited for and
  * their slots freed, so a stale reader's fenced transaction ends before the
- * writer's lease begins. *holder_token receives the highest token reserved
- * for the name's slots (0 if none), which the exclusive token must exceed.
+ * writer's lease begins. *least_token receives the least token a grant at
+ * history position "history" may issue above the tokens reserved for the
+ * name's slots (0 if none): the next after them, a generation up by the
+ * positions crossed since they were reserved, as the row's own next token
+ * is -- not from the row's position, which would count the same crossing
+ * twice.
  */
 DlockExclusiveCheck
-dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
-							  TimestampTz *busy_until, int64 *holder_token)
+dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 history,
+							  TimestampTz *busy_until, int64 *least_token)
 {
 	LockAcquireResult result;
 	bool		waited;
 	HolderProbe probe;
 
-	*holder_token = 0;
+	*least_token = 0;
 	if (!OidIsValid(dlock_catalog()->holder_table))
 		return EXCLUSIVE_ALLOWED;	/* 1.1 schema: no holder kinds */
 
@@ -327,7 +341,9 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
 	/* a counter row is only made with a slot, and slots are never deleted */
 	if (probe.any_slot)
 		scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
-	*holder_token = probe.counter;
+	if (probe.counter != 0)
+		*least_token = dlock_next_token(probe.counter, probe.counter_history,
+										probe.counter_system, history);
 	if (probe.any_expired)
 	{
 		/*

@@ -23,8 +23,9 @@ typedef enum DlockExclusiveCheck
 } DlockExclusiveCheck;
 
 extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline,
+														 int32 history,
 														 TimestampTz *busy_until,
-														 int64 *holder_token);
+														 int64 *least_token);
 extern void dlock_holders_attempt_done(bool acquired);
 extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 								TimestampTz *lease_until);

@@ -190,12 +190,12 @@ set_owner(DlockRow *row, const AcquireArgs *args, TimestampTz now, TimestampTz u
 
 /*
  * The next token of an existing row, granted now at history position
- * "history" (token.c): above the row's last token and above holder_token,
- * the highest token reserved for the name's shared leases and permits
- * (holder_lease.c; 0 if none).
+ * "history" (token.c): above the row's last token, and at least
+ * least_token, the least above the tokens reserved for the name's shared
+ * leases and permits (dlock_holders_allow_exclusive; 0 if none).
  */
 static int64
-row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 history)
+row_next_token(DlockRows *rows, DlockRow *row, int64 least_token, int32 history)
 {
 	int64		token = DatumGetInt64(row->values[Anum_fencing_seq - 1]);
 	int32		grant_timeline = DatumGetInt32(row->values[Anum_grant_timeline - 1]);
@@ -203,7 +203,7 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 history
 	int64		grant_system = system_att != InvalidAttrNumber ?
 		DatumGetInt64(row->values[system_att - 1]) : 0;
 
-	return dlock_next_token(Max(token, holder_token), grant_timeline, grant_system, history);
+	return Max(dlock_next_token(token, grant_timeline, grant_system, history), least_token);
 }
 
 /*
@@ -216,10 +216,10 @@ row_next_token(DlockRows *rows, DlockRow *row, int64 holder_token, int32 history
  */
 static void
 set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, TimestampTz now,
-			  bool taken_over, int64 holder_token, int32 history)
+			  bool taken_over, int64 least_token, int32 history)
 {
 	row->values[Anum_fencing_seq - 1] =
-		Int64GetDatum(row_next_token(rows, row, holder_token, history));
+		Int64GetDatum(row_next_token(rows, row, least_token, history));
 	row->values[Anum_grant_timeline - 1] = Int32GetDatum(history);
 	set_grant_system(rows, row);
 	row->values[Anum_acquisitions - 1] =
@@ -265,7 +265,7 @@ lease_granted(const AcquireArgs *args, DlockRow *row, bool taken_over)
  */
 static bool
 grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
-			   int64 holder_token, int32 history, DlockRow *row, bool *appeared)
+			   int64 least_token, int32 history, DlockRow *row, bool *appeared)
 {
 	uint64		hash = dlock_name_hash(VARDATA_ANY(args->lock_name),
 									   VARSIZE_ANY_EXHDR(args->lock_name));
@@ -307,7 +307,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_updated_at - 1] = false;
 	/* above the tokens of the name's shared leases and permits too */
 	row->values[Anum_fencing_seq - 1] =
-		Int64GetDatum(dlock_first_token(Max(dlock_token_floor(), holder_token), history));
+		Int64GetDatum(Max(dlock_first_token(dlock_token_floor(), history), least_token));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
 	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);
@@ -384,7 +384,7 @@ static void
 attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				  TimestampTz deadline, AcquireAttempt *attempt)
 {
-	int64		holder_token = 0;
+	int64		least_token = 0;
 	DlockRows	rows;
 	DlockRow	row;
 	bool		new_lease = true;
@@ -424,8 +424,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		 */
 		if (new_lease && !(found && dlock_row_exclusive_only(&rows, &row)))
 		{
-			switch (dlock_holders_allow_exclusive(args->lock_name, deadline,
-												  &attempt->busy_until, &holder_token))
+			switch (dlock_holders_allow_exclusive(args->lock_name, deadline, commit.history,
+												  &attempt->busy_until, &least_token))
 			{
 				case EXCLUSIVE_ALLOWED:
 					break;
@@ -439,7 +439,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		if (!found)
 		{
-			if (grant_new_name(&rows, args, deadline, holder_token, commit.history, &row,
+			if (grant_new_name(&rows, args, deadline, least_token, commit.history, &row,
 							   &appeared))
 				break;
 			if (appeared)
@@ -463,7 +463,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		if (new_lease)
 		{
-			set_new_lease(&rows, &row, args, now, taken_over, holder_token,
+			set_new_lease(&rows, &row, args, now, taken_over, least_token,
 						  commit.history);
 			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
 		}
@@ -636,20 +636,20 @@ dlock_hand_off(text *lock_name)
 		TransactionIdIsCurrentTransactionId(row.xmin))
 	{
 		TimestampTz busy_until;
-		int64		holder_token;
+		int64		least_token;
 		bool		allowed;
 		DlockPolicyView view;
 
 		/* not while a minimum hold keeps the name (lease_policy.c) */
 		dlock_policy_view(&rows, &row, now, &view);
-		holder_token = 0;
+		least_token = 0;
 		allowed = !view.live && view.available_at == 0 &&
 			(dlock_row_exclusive_only(&rows, &row) ||
-			 dlock_holders_allow_exclusive(lock_name, now, &busy_until,
-										   &holder_token) == EXCLUSIVE_ALLOWED);
+			 dlock_holders_allow_exclusive(lock_name, now, commit.history, &busy_until,
+										   &least_token) == EXCLUSIVE_ALLOWED);
 		if (allowed &&
 			dlock_wait_offer_head(lock_name,
-								  row_next_token(&rows, &row, holder_token, commit.history),
+								  row_next_token(&rows, &row, least_token, commit.history),
 								  now, &to))
 		{
 			AcquireArgs args;
@@ -660,7 +660,7 @@ dlock_hand_off(text *lock_name)
 			*args.owner = to.owner;
 			args.holder = to.holder_len < 0 ? NULL :
 				cstring_to_text_with_len(to.holder, to.holder_len);
-			set_new_lease(&rows, &row, &args, now, false, holder_token, commit.history);
+			set_new_lease(&rows, &row, &args, now, false, least_token, commit.history);
 			/* waiters with lease policies are not handed leases: none here */
 			memset(&args.policy, 0, sizeof(args.policy));
 			dlock_policy_grant(&rows, &row, lock_name, &args.policy, now, NULL);

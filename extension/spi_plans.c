@@ -380,16 +380,64 @@ static const DlockPlanDef kind_plan_defs[] = {
 		" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
 		1, {TEXTOID}
 	},
-	/* token_epoch.c: the newest epoch, marked fenced if any life marked it */
+	/*
+	 * token_epoch.c: the newest epoch, with the server life that marked it
+	 * fenced if one did
+	 */
 	[PLAN_EPOCH_NEWEST - FIRST_KIND_PLAN] = {
-		"SELECT e.epoch, e.fenced FROM dlock.token_epoch e"
+		"SELECT e.epoch, e.fenced, e.server_life FROM dlock.token_epoch e"
 		" ORDER BY e.epoch DESC, e.fenced DESC LIMIT 1",
 		0, {InvalidOid}
 	},
 	/* rows are only added, so that first grants of a life never wait */
 	[PLAN_EPOCH_RECORD - FIRST_KIND_PLAN] = {
-		"INSERT INTO dlock.token_epoch (epoch, fenced) VALUES ($1, $2)",
-		2, {INT4OID, BOOLOID}
+		"INSERT INTO dlock.token_epoch (epoch, fenced, server_life) VALUES ($1, $2, $3)",
+		3, {INT4OID, BOOLOID, INT8OID}
+	},
+	/*
+	 * The expiry worker on holder slots, as PLAN_EXPIRY_REPORT on lock
+	 * rows: expired shared leases and permits not reported yet, at most $1,
+	 * recorded as reported; slots another transaction has locked are left
+	 * to the next run.
+	 */
+	[PLAN_HOLDER_EXPIRY_REPORT - FIRST_KIND_PLAN] = {
+		"WITH expired AS ("
+		"  SELECT h.lock_name, h.slot, h.fencing_seq, h.holder, h.lease_until,"
+		"         h.acquired_at, h.kind"
+		"    FROM dlock.lock_holder h"
+		"    LEFT JOIN dlock.holder_expiry_reported r"
+		"      ON r.lock_name = h.lock_name AND r.slot = h.slot"
+		"   WHERE h.owner_token IS NOT NULL"
+		"     AND h.lease_until <= pg_catalog.clock_timestamp()"
+		"     AND r.fencing_token IS DISTINCT FROM h.fencing_seq"
+		"   ORDER BY h.lease_until LIMIT $1"
+		"   FOR SHARE OF h SKIP LOCKED"
+		"), recorded AS ("
+		"  INSERT INTO dlock.holder_expiry_reported AS r (lock_name, slot, fencing_token)"
+		"  SELECT e.lock_name, e.slot, e.fencing_seq FROM expired e"
+		"  ON CONFLICT (lock_name, slot) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
+		") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until, e.acquired_at, e.kind"
+		"    FROM expired e ORDER BY e.lease_until",
+		1, {INT4OID}
+	},
+	/* reported expiries whose slot has been granted or released since */
+	[PLAN_HOLDER_EXPIRY_FORGET - FIRST_KIND_PLAN] = {
+		"DELETE FROM dlock.holder_expiry_reported r WHERE NOT EXISTS"
+		" (SELECT 1 FROM dlock.lock_holder h"
+		"   WHERE h.lock_name = r.lock_name AND h.slot = r.slot"
+		"     AND h.fencing_seq = r.fencing_token"
+		"     AND h.owner_token IS NOT NULL)",
+		0, {InvalidOid}
+	},
+	/* the earliest lease_until of a slot still to report */
+	[PLAN_HOLDER_EXPIRY_NEXT - FIRST_KIND_PLAN] = {
+		"SELECT pg_catalog.min(h.lease_until)"
+		"  FROM dlock.lock_holder h"
+		"  LEFT JOIN dlock.holder_expiry_reported r"
+		"    ON r.lock_name = h.lock_name AND r.slot = h.slot"
+		" WHERE h.owner_token IS NOT NULL"
+		"   AND r.fencing_token IS DISTINCT FROM h.fencing_seq",
+		0, {InvalidOid}
 	},
 };
 

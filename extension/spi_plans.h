@@ -56,6 +56,10 @@ typedef enum DlockPlanId
 	/* the token epoch (1.4 on, token_epoch.c) */
 	PLAN_EPOCH_NEWEST,
 	PLAN_EPOCH_RECORD,
+	/* the expiry worker's statements on holder slots (1.4 on) */
+	PLAN_HOLDER_EXPIRY_REPORT,
+	PLAN_HOLDER_EXPIRY_FORGET,
+	PLAN_HOLDER_EXPIRY_NEXT,
 	NUM_DLOCK_PLANS
 } DlockPlanId;
 

@@ -22,12 +22,14 @@
  *   tokens that the crash lost.
  *
  * What a life is comes from shared memory: it is made anew by every server
- * start and every crash restart, and remembers each database's epoch from
- * its first grant on. A backend that finds no entry (a new life, or the
- * table of entries is full) reads the table; a life's second reader finds
- * the fenced mark of its own life and moves the epoch once more, which is
- * safe, if not needed. Without shared_preload_libraries nothing is fenced,
- * so a backend keeps the epoch it read for its lifetime.
+ * start and every crash restart, with a random identifier of its own that
+ * the rows it records carry, and remembers each database's epoch from its
+ * first grant on. A backend that finds no entry reads the table, and moves
+ * the epoch only when the newest was marked fenced by another life: first
+ * grants that run at once after a restart record the same next epoch, and
+ * one that reads a mark of its own life keeps it. Without
+ * shared_preload_libraries nothing is fenced (life 0), so a backend keeps
+ * the epoch it read for its lifetime.
  *
  * The epochs of a timeline are bounded (DLOCK_EPOCHS); when the last one is
  * reached, fenced grants commit durably instead, with a warning, so the
@@ -57,8 +59,12 @@
 #include "token.h"
 #include "token_epoch.h"
 
-/* Databases whose epoch shared memory remembers */
-#define EPOCH_ENTRIES 128
+/*
+ * Databases whose epoch shared memory remembers. A database that finds no
+ * room is not marked: its fenced grants commit durably, so that it never
+ * has to move the epoch at each backend's first grant.
+ */
+#define EPOCH_ENTRIES 1024
 
 typedef struct EpochEntry
 {
@@ -72,6 +78,7 @@ typedef struct EpochEntry
 typedef struct EpochShared
 {
 	slock_t		mutex;
+	int64		life;			/* this server life's identifier, random */
 	EpochEntry	entries[EPOCH_ENTRIES];
 } EpochShared;
 
@@ -110,7 +117,30 @@ dlock_epoch_shmem_init(void)
 	{
 		SpinLockInit(&epoch_shared->mutex);
 		memset(epoch_shared->entries, 0, sizeof(epoch_shared->entries));
+		do
+		{
+			if (!pg_strong_random(&epoch_shared->life, sizeof(epoch_shared->life)))
+				elog(ERROR, "pg_dlock: could not generate a server life identifier");
+		} while (epoch_shared->life == 0);
 	}
+}
+
+/*
+ * The entry of the current database, or a free one to take: probed from
+ * the database's OID on, so a lookup usually reads one entry. NULL when
+ * every entry belongs to another database. Caller holds the mutex.
+ */
+static EpochEntry *
+database_entry(void)
+{
+	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	{
+		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % EPOCH_ENTRIES];
+
+		if (entry->dbid == MyDatabaseId || entry->dbid == InvalidOid)
+			return entry;
+	}
+	return NULL;
 }
 
 /*
@@ -119,6 +149,7 @@ dlock_epoch_shmem_init(void)
 static bool
 known_epoch(Oid epoch_table, EpochState *state)
 {
+	EpochEntry *entry;
 	bool		found = false;
 
 	if (recorded.epoch_table == epoch_table)
@@ -132,21 +163,32 @@ known_epoch(Oid epoch_table, EpochState *state)
 		return local.epoch_table == epoch_table;
 	}
 	SpinLockAcquire(&epoch_shared->mutex);
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	entry = database_entry();
+	if (entry != NULL && entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
 	{
-		EpochEntry *entry = &epoch_shared->entries[i];
-
-		if (entry->dbid == MyDatabaseId && entry->epoch_table == epoch_table)
-		{
-			state->epoch_table = epoch_table;
-			state->epoch = entry->epoch;
-			state->fenced = entry->fenced;
-			found = true;
-			break;
-		}
+		state->epoch_table = epoch_table;
+		state->epoch = entry->epoch;
+		state->fenced = entry->fenced;
+		found = true;
 	}
 	SpinLockRelease(&epoch_shared->mutex);
 	return found;
+}
+
+/*
+ * Whether shared memory has room to remember this database's epoch.
+ */
+static bool
+database_has_entry(void)
+{
+	bool		room;
+
+	if (epoch_shared == NULL)
+		return false;
+	SpinLockAcquire(&epoch_shared->mutex);
+	room = database_entry() != NULL;
+	SpinLockRelease(&epoch_shared->mutex);
+	return room;
 }
 
 /*
@@ -157,7 +199,7 @@ known_epoch(Oid epoch_table, EpochState *state)
 static void
 publish(const EpochState *state)
 {
-	EpochEntry *slot = NULL;
+	EpochEntry *slot;
 
 	if (epoch_shared == NULL)
 	{
@@ -165,18 +207,7 @@ publish(const EpochState *state)
 		return;
 	}
 	SpinLockAcquire(&epoch_shared->mutex);
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
-	{
-		EpochEntry *entry = &epoch_shared->entries[i];
-
-		if (entry->dbid == MyDatabaseId)
-		{
-			slot = entry;
-			break;
-		}
-		if (slot == NULL && entry->dbid == InvalidOid)
-			slot = entry;
-	}
+	slot = database_entry();
 	if (slot != NULL &&
 		(slot->dbid != MyDatabaseId || slot->epoch_table != state->epoch_table ||
 		 state->epoch > slot->epoch ||
@@ -194,10 +225,17 @@ publish(const EpochState *state)
  * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
  * then commit durably; published when it commits.
  */
+static int64
+this_life(void)
+{
+	return epoch_shared != NULL ? epoch_shared->life : 0;
+}
+
 static void
 record_epoch(Oid epoch_table, int32 epoch, bool fenced)
 {
-	Datum		values[2] = {Int32GetDatum(epoch), BoolGetDatum(fenced)};
+	Datum		values[3] = {Int32GetDatum(epoch), BoolGetDatum(fenced),
+	Int64GetDatum(this_life())};
 
 	(void) dlock_execute(PLAN_EPOCH_RECORD, values, NULL, 0);
 	dlock_require_durable_commit();
@@ -208,13 +246,14 @@ record_epoch(Oid epoch_table, int32 epoch, bool fenced)
 }
 
 /*
- * The first grant of a life: the newest epoch, or the next one if a life
- * granted in it without the flush.
+ * The first grant of a life: the newest epoch, or the next one if another
+ * life granted in it without the flush.
  */
 static void
 start_life(Oid epoch_table, EpochState *state)
 {
 	bool		isnull;
+	bool		marked_here = false;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_dlock: SPI_connect failed");
@@ -227,8 +266,10 @@ start_life(Oid epoch_table, EpochState *state)
 												   SPI_tuptable->tupdesc, 1, &isnull));
 		state->fenced = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 												   SPI_tuptable->tupdesc, 2, &isnull));
+		marked_here = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 3, &isnull)) == this_life();
 	}
-	if (state->fenced && !dlock_test_ignore_epoch)
+	if (state->fenced && !marked_here && !dlock_test_ignore_epoch)
 	{
 		/* marking refuses the last epoch, so there is a next one */
 		state->epoch++;
@@ -248,6 +289,16 @@ start_life(Oid epoch_table, EpochState *state)
 static void
 mark_fenced(EpochState *state)
 {
+	if (!database_has_entry())
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("dlock.durability = fenced is not available in this database"),
+				 errdetail("pg_dlock's shared memory remembers the token epochs of %d databases, all in use; the grant commits durably.",
+						   EPOCH_ENTRIES)));
+		dlock_require_durable_commit();
+		return;
+	}
 	if (state->epoch >= DLOCK_EPOCHS - 1)
 	{
 		ereport(WARNING,

@@ -6,6 +6,7 @@
 #   pg-cluster.sh start   DIR PORT [-c name=value ...]  initdb if needed, then start
 #   pg-cluster.sh stop    DIR                            fast shutdown
 #   pg-cluster.sh crash   DIR                            immediate shutdown (no checkpoint)
+#   pg-cluster.sh kill    DIR                            SIGKILL of the postmaster (no shutdown at all)
 #   pg-cluster.sh restart DIR                            start again after stop or crash
 #   pg-cluster.sh destroy DIR                            stop and remove DIR
 #
@@ -28,7 +29,7 @@ pgctl() {
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 shift 2
 
 case "$cmd" in
@@ -66,6 +67,29 @@ stop)
 	;;
 crash)
 	pgctl -D "$dir/data" -m immediate -w stop >/dev/null
+	;;
+kill)
+	# The children exit when they notice the postmaster is gone. A killed
+	# postmaster that nobody reaps stays a zombie, which the next start takes for
+	# a live server: once they are all gone its lock files go, as an
+	# administrator would remove them.
+	pid=$(head -n 1 "$dir/data/postmaster.pid")
+	children=$(ps -o pid= --ppid "$pid" || true)
+	kill -KILL "$pid"
+	running() {
+		local p state
+		for p in "$pid" $children; do
+			state=$(awk '/^State:/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
+			[ -n "$state" ] && [ "$state" != Z ] && return 0
+		done
+		return 1
+	}
+	for _ in $(seq 1 300); do
+		running || break
+		sleep 0.1
+	done
+	running && { echo "pg-cluster.sh: the killed server's processes did not exit" >&2; exit 1; }
+	rm -f "$dir/data/postmaster.pid" "$dir"/.s.PGSQL.*
 	;;
 destroy)
 	[ -f "$dir/data/postmaster.pid" ] && pgctl -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true

@@ -11,11 +11,14 @@
 CREATE TABLE dlock.token_epoch (
 	epoch integer NOT NULL CHECK (epoch BETWEEN 0 AND 16383),
 	fenced boolean NOT NULL,
+	server_life bigint NOT NULL,
 	recorded_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 COMMENT ON TABLE dlock.token_epoch IS
 'token epochs used: the newest is the current one; fenced = true records, durably, that a server life granted leases without flushing them in that epoch, so the next server life moves to a new epoch';
-INSERT INTO dlock.token_epoch (epoch, fenced) VALUES (0, false);
+COMMENT ON COLUMN dlock.token_epoch.server_life IS
+'random identifier of the server life (server start or crash restart) that recorded the row; 0 without shared_preload_libraries';
+INSERT INTO dlock.token_epoch (epoch, fenced, server_life) VALUES (0, false, 0);
 SELECT pg_catalog.pg_extension_config_dump('dlock.token_epoch', '');
 REVOKE ALL ON dlock.token_epoch FROM PUBLIC;
 
@@ -47,3 +50,16 @@ AS 'MODULE_PATHNAME', 'dlock_durability_stats'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION dlock.durability_stats() IS
 'this server life''s token epoch in this database (NULL before its first grant) and whether fenced grants marked it; transactions that changed leases and committed durably, and without the WAL flush (releases, and grants and renewals under dlock.durability = fenced), since server start or dlock.stats_reset()';
+
+-- Expire events for shared leases and permits: the slots whose expiry the
+-- expiry worker reported, as dlock.expiry_reported does for lock rows
+
+CREATE TABLE dlock.holder_expiry_reported (
+	lock_name text NOT NULL,
+	slot integer NOT NULL,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (lock_name, slot)
+);
+COMMENT ON TABLE dlock.holder_expiry_reported IS
+'fencing token of the last shared lease or permit per slot whose expiry the expiry worker reported';
+REVOKE ALL ON dlock.holder_expiry_reported FROM PUBLIC;

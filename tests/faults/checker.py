@@ -44,6 +44,13 @@ Scenario extras (scenario.json "checks"):
   election            the candidates' writes are checked as above; recovery is
                       failover (5); observers/*.jsonl and election.json are
                       checked (6)
+  min_lost_grants     fenced grants (dlock.durability = fenced) commit without
+                      the WAL flush: at least this many acknowledged grants must
+                      be unknown to the server after a crash, or the crashes never
+                      reached what the scenario tests. The harness reads each
+                      name's highest token right after each restart ("recovered"
+                      events, before any client goes on); a grant acknowledged
+                      before that crash with a higher token was lost
   session_takeover    session-bound leases: after a holder is SIGKILLed (its
                       session ends), the lock is granted again before the
                       killed lease would have expired (fault_start carries
@@ -459,6 +466,26 @@ def check_session_takeover(ops, events, res):
                           f"lease left: the fault had no effect")
 
 
+def check_lost_grants(ops, events, res, minimum):
+    """min_lost_grants: grants acknowledged before a crash that the restarted
+    server has no record of; whether their tokens came back is invariant 3's
+    business."""
+    recovered = sorted((e for e in events if e.get("ev") == "recovered"), key=lambda e: e["since"])
+    starts = [e["since"] for e in recovered]
+    lost = []
+    for op in ops:
+        if op.op != "acquire" or op.result != "ok" or op.token is None:
+            continue
+        i = bisect.bisect_left(starts, op.complete)
+        if i < len(recovered) and op.token > recovered[i]["tokens"].get(op.lock, 0):
+            lost.append(f"{op.lock} token {op.token} ({op.worker} op {op.id})")
+    res.info["lost_grants"] = len(lost)
+    res.info["lost_grant_examples"] = lost[:5]
+    if len(lost) < minimum:
+        res.flag("extra", f"only {len(lost)} acknowledged grants were lost by the crashes (at least "
+                          f"{minimum} expected): the fault never reached the fenced grants")
+
+
 def check_local_belief(ops, res):
     wrong = 0
     for op in ops:
@@ -556,6 +583,8 @@ def check_run(run_dir):
         check_local_belief(ops, res)
     if checks.get("session_takeover"):
         check_session_takeover(ops, events, res)
+    if "min_lost_grants" in checks:
+        check_lost_grants(ops, events, res, checks["min_lost_grants"])
     if checks.get("converge"):
         check_converge(ops, res, scenario.get("ttl_ms", 1000), end_of_run)
 

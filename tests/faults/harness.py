@@ -17,6 +17,7 @@ import gzip
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
+import uuid
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,6 +124,10 @@ class Server:
     def crash(self):
         as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate",
                      "-w", "stop"], capture_output=True)
+
+    def kill(self):
+        """SIGKILL of the postmaster (scripts/pg-cluster.sh kill): no shutdown at all."""
+        subprocess.run([PG_CLUSTER, "kill", self.dir], capture_output=True, check=True)
 
     def stop(self):
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):
@@ -235,6 +241,7 @@ class Run:
         self.ttl_ms = scenario.get("ttl_ms", harness.profile["ttl_ms"])
         self.rng = random.Random(harness.seed * 1000 + zlib.crc32(scenario["name"].encode()) % 1000)
         self.t_end = None
+        self.store = None  # the workers' file store (--store), read into the final state
 
     # --- events -------------------------------------------------------
     def event(self, ev, fault, lock=None, **extra):
@@ -367,7 +374,7 @@ pidfile = {d}/pgbouncer.pid
     def start_workers(self, conninfo, extra_args=None, per_worker=None, env_for=None):
         prof = self.h.profile
         n = prof["workers"]
-        self.duration_ms = prof["duration"] * 1000
+        self.duration_ms = max(prof["duration"], self.sc.get("min_duration", 0)) * 1000
         self.worker_spawn = (conninfo, extra_args)
         for i in range(1, n + 1):
             wid = f"w{i}"
@@ -484,6 +491,8 @@ pidfile = {d}/pgbouncer.pid
             if state:
                 break
             time.sleep(0.5)
+        if state and self.store:
+            state = json.dumps(merge_store(json.loads(state), self.store))
         with open(os.path.join(self.dir, "final.json"), "w") as f:
             f.write(state or "{}")
         info = {k: v for k, v in self.sc.items() if k != "run"}
@@ -533,6 +542,84 @@ pidfile = {d}/pgbouncer.pid
                 shutil.rmtree(path, ignore_errors=True)
             elif os.path.exists(path):
                 os.remove(path)
+
+
+def merge_store(final, store):
+    """The file store's accepted writes (worker/resource.hpp, kind x) as write_log
+    rows and resources of the final state, in each file's order, so that the
+    checker holds them to the same invariants as the tables' writes."""
+    next_id = 1 << 40  # after every write_log id of the database
+    for name in sorted(os.listdir(store)):
+        if not name.startswith("x-"):
+            continue
+        resource = "x:" + name[2:]
+        before = 0
+        with open(os.path.join(store, name)) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) != 4:
+                    continue  # a torn last line: never acknowledged
+                token, after, worker, op = int(fields[0]), int(fields[1]), fields[2], int(fields[3])
+                final.setdefault("write_log", []).append(
+                    {"id": next_id, "resource": resource, "token": token, "worker": worker, "op": op,
+                     "before": before, "after": after})
+                final.setdefault("resources", {})[resource] = after
+                next_id += 1
+                before = after
+    return final
+
+
+class HarnessClient:
+    """The orchestrator as one more client, "h": its grants go to history/h.jsonl
+    in the workers' format (worker/history.hpp), so the checkers judge them like
+    any other grant."""
+
+    def __init__(self, run):
+        self.f = open(os.path.join(run.dir, "history", "h.jsonl"), "a")
+        self.next_id = 0
+        self.record(0, "start", impl="psql", fencing=True)
+
+    def record(self, op_id, ev, **extra):
+        rec = {"t": now_ns(), "w": "h", "id": op_id, "ev": ev}
+        rec.update(extra)
+        self.f.write(json.dumps(rec) + "\n")
+        self.f.flush()
+
+    def fenced_grant(self, server, ttl_ms, seconds, rng):
+        """A fenced try_acquire of a free lock, tried on each lock in turn for up to
+        `seconds`; (lock, token) or None. A paused worker's transaction may pin a
+        lock: lock_timeout moves on to the next."""
+        deadline = time.monotonic() + seconds
+        locks = list(LOCKS)
+        rng.shuffle(locks)
+        i = 0
+        while time.monotonic() < deadline:
+            lock = locks[i % len(locks)]
+            i += 1
+            owner = str(uuid.uuid4())
+            self.next_id += 1
+            self.record(self.next_id, "invoke", op="acquire", lock=lock, owner=owner, mode="try")
+            env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(server.port), PGUSER="postgres",
+                       PGDATABASE="faults", PGCONNECT_TIMEOUT="5",
+                       PGOPTIONS="-c dlock.durability=fenced -c lock_timeout=200 -c statement_timeout=1000")
+            r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
+                                "-c", f"SELECT fencing_token FROM dlock.try_acquire('{lock}', "
+                                      f"'{ttl_ms} milliseconds', '{owner}', 'h')"],
+                               env=env, capture_output=True, text=True, timeout=30)
+            out = r.stdout.strip()
+            if r.returncode != 0:
+                code = re.search(r"(?:ERROR|FATAL):\s+([0-9A-Z]{5}):", r.stderr)
+                self.record(self.next_id, "fail", why=code.group(1) if code else "connection")
+            elif not out:
+                self.record(self.next_id, "refused", why="busy")
+            else:
+                self.record(self.next_id, "ok", token=int(out), owner=owner)
+                return lock, int(out)
+            time.sleep(0.05)
+        return None
+
+    def close(self):
+        self.f.close()
 
 
 def compress_histories(run_dir):
@@ -773,6 +860,60 @@ def s_crash(run):
         run.primary.start()
         run.fault_end("crash", None)
         run.sleep(max(1.5, 2 * run.ttl_ms / 1000.0))
+
+
+def s_fenced_crash(run):
+    """17. Fenced grants (dlock.durability = fenced: the grant commits without
+    waiting for its WAL flush) through crashes, in turn pg_ctl stop -m immediate
+    and SIGKILL of the postmaster. The workers write to the tables and, first
+    after each grant, to a file store outside the database. With
+    wal_writer_delay = 10s a grant stays in the WAL buffers until a durable
+    commit flushes it, so each crash is made to lose one: the workers are paused,
+    the harness makes one more fenced grant, and the server dies with nothing
+    flushed after it. Right after the restart, before the workers go on, the
+    harness reads each name's highest token ("recovered"): the checker counts the
+    grants the crashes lost (min_lost_grants), and every later token must be above
+    them all the same (invariant 3: a token of one owner only, later grants higher)."""
+    settings = {"wal_writer_delay": "'10s'", "recovery_init_sync_method": "syncfs"}
+    if run.sc.get("ignore_epoch"):
+        settings["dlock.test_ignore_epoch"] = "on"
+    run.start_primary(settings)
+    run.store = os.path.join(run.dir, "store")
+    os.makedirs(run.store)
+    run.start_workers(run.conninfo() + " options='-c dlock.durability=fenced'",
+                      extra_args=["--store", run.store])
+    client = HarnessClient(run)
+    run.sleep(1.5)
+    rounds = 0
+    try:
+        while run.fault_window():
+            rounds += 1
+            how = "immediate stop" if rounds % 2 else "SIGKILL of the postmaster"
+            paused = [p for p in run.workers.values() if p.poll() is None]
+            run.fault_start("crash", None, how=how, round=rounds)
+            for p in paused:
+                os.kill(p.pid, signal.SIGSTOP)
+            time.sleep(0.2)  # what the workers had sent completes
+            got = client.fenced_grant(run.primary, run.ttl_ms, 1.5 * run.ttl_ms / 1000.0, run.rng)
+            t_crash = now_ns()  # every grant acknowledged before this the server may have lost
+            if rounds % 2:
+                run.primary.crash()
+            else:
+                run.primary.kill()
+            run.primary.start()
+            tokens = {}
+            out = run.primary.psql_try("SELECT lock_name || ' ' || fencing_seq FROM dlock.distributed_lock")
+            for line in (out or "").splitlines():
+                lock, _, token = line.partition(" ")
+                tokens[lock] = int(token)
+            run.event("recovered", "crash", None, since=t_crash, tokens=tokens,
+                      harness_grant=list(got) if got else None)
+            for p in paused:
+                os.kill(p.pid, signal.SIGCONT)
+            run.fault_end("crash", None, how=how)
+            run.sleep(max(1.5, 2 * run.ttl_ms / 1000.0))
+    finally:
+        client.close()
 
 
 def failover(run, sync, async_lag_ms=0):
@@ -1174,6 +1315,9 @@ SCENARIOS = [
     {"name": "16-session-bound", "title": "session-bound leases, holders SIGKILLed or paused",
      "run": s_session_bound, "ttl_ms": 2000,
      "checks": {"session_takeover": True}},
+    # The harness's own grants go to history/h.jsonl, so the standard history has them too.
+    {"name": "17-fenced-crash", "title": "fenced grants (no WAL flush wait), crash restarts lose some",
+     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1}},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True,
      "standard_expect_violations": True},
@@ -1202,6 +1346,11 @@ SCENARIOS = [
      "run": s_session_bound, "ttl_ms": 2000, "session_bound": False,
      "negative_control": True, "checks": {"session_takeover": True},
      "expect_violations": ["extra"]},
+    {"name": "N8-fenced-crash-no-epoch",
+     "title": "negative control: fenced grants through crashes, token epoch never moved",
+     "run": s_fenced_crash, "min_duration": 16, "ignore_epoch": True, "negative_control": True,
+     "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
+     "standard_expect_violations": True},
 ]
 
 

@@ -30,8 +30,9 @@ import checker  # noqa: E402
 # worker/resource.cpp and the harness's schema): "lease" = dlock.holds() pins
 # the lease for the write's transaction; "monotonic" = the enforce_fencing
 # trigger refuses a lower token than the row's; "fence" = dlock.fence()
-# refuses a lower token than the highest the resource accepted.
-GUARD_BY_RESOURCE_KIND = {"g": "lease", "t": "monotonic", "f": "fence"}
+# refuses a lower token than the highest the resource accepted; the file store
+# outside the database (x) does the same as "fence".
+GUARD_BY_RESOURCE_KIND = {"g": "lease", "t": "monotonic", "f": "fence", "x": "fence"}
 
 # The project's refusal reasons as errors of the standard history.
 REFUSAL_ERRORS = {

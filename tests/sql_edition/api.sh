@@ -105,6 +105,74 @@ sync=$(o "SET synchronous_commit = off" "BEGIN" "SELECT dlock.try_acquire('$tag:
 	"SELECT current_setting('synchronous_commit')" | tail -n 1)
 check "an acquire raises synchronous_commit to on for its transaction ($sync)" test "$sync" = on
 
+# --- dlock.durability = fenced ------------------------------------------------
+# Fenced grants commit without the WAL flush, which needs the C extension's
+# library: it grants them where it is preloaded and refuses the setting
+# (55000) where not. The SQL edition refuses every grant and renewal under it
+# (0A000), so a session that asked for the weaker mode never silently gets a
+# durable grant; nothing is granted and no token is used.
+set_fenced="SET dlock.durability = fenced"
+fz_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:fz', '1 minute', '$A')" "SELECT dlock.release('$tag:fz', '$A')" | head -n 1)
+o "SELECT dlock.try_acquire('$tag:fz-held', '1 minute', '$A')" >/dev/null
+fz_held=$(o "SELECT kind || ' ' || fencing_token || ' ' || lease_until FROM dlock.locks WHERE lock_name = '$tag:fz-held'")
+fz_held_tok=$(cut -d' ' -f2 <<<"$fz_held")
+if [ "$edition" = sql ]; then
+	for name in "$tag:fz-new" "$tag:fz"; do
+		for fn in "dlock.try_acquire('$name', '1 minute')" "dlock.acquire('$name', '1 minute', '1 second')" \
+			"dlock.try_acquire_shared('$name', '1 minute')" "dlock.acquire_shared('$name', '1 minute', '1 second')" \
+			"dlock.try_acquire_permit('$name', 2, '1 minute')" "dlock.acquire_permit('$name', 2, '1 minute', '1 second')"; do
+			expect_state "under dlock.durability = fenced ${fn%%(*} of ${name#$tag:} is refused" 0A000 "$db" "$set_fenced" "SELECT $fn"
+		done
+	done
+	for fn in "dlock.try_acquire_all(ARRAY['$tag:fz-new', '$tag:fz'], '1 minute')" \
+		"dlock.acquire_all(ARRAY['$tag:fz-new', '$tag:fz'], '1 minute', '1 second')" \
+		"dlock.renew('$tag:fz-held', '$A', '5 minutes')" "dlock.downgrade('$tag:fz-held', '$A')"; do
+		expect_state "under dlock.durability = fenced ${fn%%(*} is refused" 0A000 "$db" "$set_fenced" "SELECT $fn"
+	done
+	t0=$(date +%s%N)
+	expect_state "... acquire at once, not after waiting for a held name" 0A000 "$db" "$set_fenced" \
+		"SELECT dlock.acquire('$tag:fz-held', '1 minute', '5 seconds', '$B')"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	check "... ($ms ms < 2000)" test "$ms" -lt 2000
+	expect_state "... in any case of the value" 0A000 "$db" "SET dlock.durability = 'FENCED'" "SELECT dlock.try_acquire('$tag:fz-new', '1 minute')"
+	expect_state "... for a transaction (SET LOCAL)" 0A000 "$db" "BEGIN" "SET LOCAL dlock.durability = fenced" \
+		"SELECT dlock.try_acquire('$tag:fz-new', '1 minute')"
+	expect_state "... set by set_config" 0A000 "$db" "SELECT set_config('dlock.durability', 'fenced', false)" \
+		"SELECT dlock.try_acquire_shared('$tag:fz-new', '1 minute')"
+	fz_msg=$(psql -X -q -At -U "$owner" -d "$db" -c "$set_fenced" -c "SELECT dlock.try_acquire('$tag:fz-new', '1 minute')" 2>&1)
+	fz_said=$(grep -c -x -F -e 'ERROR:  dlock.durability = fenced needs the C extension pg_dlock' \
+		-e 'DETAIL:  The SQL edition commits every grant and renewal durably.' \
+		-e 'HINT:  RESET dlock.durability, or install the C extension pg_dlock.' <<<"$fz_msg")
+	check "the refusal says why and what to do ($(head -n 3 <<<"$fz_msg" | tr '\n' ' '))" test "$fz_said" = 3
+	fz_none=$(o "SELECT count(*) FROM dlock.locks WHERE lock_name = '$tag:fz-new'" \
+		"SELECT state || ' ' || holders FROM dlock.locks WHERE lock_name = '$tag:fz'" \
+		"SELECT kind || ' ' || fencing_token || ' ' || lease_until FROM dlock.locks WHERE lock_name = '$tag:fz-held'" | tr '\n' ' ')
+	check "nothing granted: no row for a new name, a free name stays free, the held lease unchanged ($fz_none)" \
+		test "$fz_none" = "0 free 0 $fz_held "
+	fz_next=$(o "$set_fenced" "RESET dlock.durability" "SELECT fencing_token FROM dlock.try_acquire('$tag:fz', '1 minute', '$A')")
+	check "no token used: after RESET the next grant's token follows the last one ($fz_next = $fz_tok + 1)" \
+		test "${fz_next:-0}" = $((fz_tok + 1))
+	fz_durable=$(o "SET dlock.durability = durable" "SELECT dlock.renew('$tag:fz-held', '$A', '5 minutes') > clock_timestamp() + interval '4 minutes'" \
+		"SELECT (dlock.try_acquire_all(ARRAY['$tag:fz-new', '$tag:fz-all'], '1 minute', '$A')).owner_token = '$A'" \
+		"SELECT fencing_token > ${fz_held_tok:-0} FROM dlock.downgrade('$tag:fz-held', '$A')" | tr '\n' ' ')
+	check "dlock.durability = durable grants, renews and downgrades ($fz_durable)" test "$fz_durable" = "t t t t "
+	if [ "$(sqlstate "$db" "SET dlock.durability = ''")" = ok ]; then
+		fz_empty=$(o "SET dlock.durability = ''" "SELECT (dlock.try_acquire_shared('$tag:fz-empty', '1 minute')).owner_token IS NOT NULL")
+		check "an empty dlock.durability grants ($fz_empty)" test "$fz_empty" = t
+	else
+		echo "(dlock.durability = '' is refused by the preloaded library's setting: not checked)"
+	fi
+	fz_rel=$(o "$set_fenced" "SELECT dlock.release('$tag:fz-held', '$A')" "SELECT dlock.release_all(ARRAY['$tag:fz', '$tag:fz-new', '$tag:fz-all'], '$A')" | tr '\n' ' ')
+	check "releases are not refused under it ($fz_rel)" test "$fz_rel" = "t 3 "
+elif [ "$(o "SELECT shared_memory FROM dlock.stats")" = t ]; then
+	fz_c=$(o "$set_fenced" "SELECT dlock.renew('$tag:fz-held', '$A', '5 minutes') IS NOT NULL" \
+		"SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('$tag:fz', '1 minute', '$A')" \
+		"SELECT dlock.release('$tag:fz', '$A')" "SELECT dlock.release('$tag:fz-held', '$A')" | tr '\n' ' ')
+	check "the C extension preloaded grants, renews and releases under dlock.durability = fenced ($fz_c)" test "$fz_c" = "t t t t "
+else
+	expect_state "the C extension without preloading refuses dlock.durability = fenced" 55000 "$db" "$set_fenced"
+fi
+
 # --- fencing ----------------------------------------------------------------
 tok=$(o "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$tag:a'")
 holds=$(o "SELECT dlock.holds('$tag:a', $tok)")

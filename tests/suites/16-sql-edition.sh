@@ -9,9 +9,11 @@
 #      the same signatures, return types, views and default privileges;
 #   3. the two editions refuse each other in one database; a schema dlock
 #      another role owns is refused;
-#   4. the update from 1.2 to 1.3 (ALTER EXTENSION by the owner without
-#      superuser, and psql -f): leases kept, the same surface as a new
-#      installation, the shared API tests on the updated database;
+#   4. the update from 1.3 to 1.4 (ALTER EXTENSION by the owner without
+#      superuser, and psql -f; also from 1.2 through both steps): leases kept,
+#      the same surface as a new installation, grants under
+#      dlock.durability = fenced refused after it (granted before), the
+#      shared API tests on the updated database;
 #      psql -f install and its upgrade path (with a made-up next version), and
 #      the pg_tle registration script run against stand-ins for pg_tle's API;
 #   5. tokens only grow: across a crash, pg_dump/pg_restore into another
@@ -54,7 +56,7 @@ owner_database $ext_db $owner
 AS=$owner q $ext_db "CREATE EXTENSION pg_dlock_sql" >/dev/null
 installed=$(q $ext_db "SELECT e.extversion || ' ' || pg_get_userbyid(e.extowner) || ' ' || n.nspname || ' ' || pg_get_userbyid(n.nspowner) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_dlock_sql'")
 check "CREATE EXTENSION pg_dlock_sql by a database owner without superuser ($installed)" \
-	test "$installed" = "1.3 $owner dlock $owner"
+	test "$installed" = "1.4 $owner dlock $owner"
 not_super=$(q $ext_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper")
 check "no function of the SQL edition runs with a superuser's rights (all owned by $owner)" test "$not_super" = 0
 echo "--- shared API tests: SQL edition (database $ext_db, owner $owner)"
@@ -87,18 +89,21 @@ head -n 20 "$scratch/surface.diff"
 check "same functions (arguments, defaults, return types, PUBLIC execute), views and lease type as the C extension ($(wc -l <"$scratch/surface-c") items)" \
 	test ! -s "$scratch/surface.diff" -a -s "$scratch/surface-c"
 
-# --- 4a. the update from 1.2 to 1.3 ----------------------------------------------------
+# --- 4a. the update from 1.3 to 1.4 ----------------------------------------------------
 # ALTER EXTENSION by the database owner without superuser (a trusted extension's
 # update script runs as a superuser too: it must hand what it creates to the owner)
 up_db=dlock_sqled_update
 owner_database $up_db $owner
-AS=$owner q $up_db "CREATE EXTENSION pg_dlock_sql VERSION '1.2'" >/dev/null
+AS=$owner q $up_db "CREATE EXTENSION pg_dlock_sql VERSION '1.3'" >/dev/null
 up_ex=$(AS=$owner q $up_db "SELECT fencing_token FROM dlock.try_acquire('up:ex', '1 hour', '00000000-0000-0000-0000-0000000000a1', 'writer')")
 up_sh=$(AS=$owner q $up_db "SELECT fencing_token FROM dlock.try_acquire_shared('up:sh', '1 hour', '00000000-0000-0000-0000-0000000000b2')")
+# what 1.4 changes: 1.3 grants under dlock.durability = fenced, durably
+up_fenced=$(AS=$owner sqlstate $up_db "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced', '1 minute')")
+check "1.3 grants under dlock.durability = fenced ($up_fenced)" test "$up_fenced" = ok
 up_state=$(AS=$owner sqlstate $up_db "ALTER EXTENSION pg_dlock_sql UPDATE")
 up_version=$(q $up_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'")
-check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 by the owner without superuser ($up_state, now $up_version)" \
-	test "$up_state" = ok -a "$up_version" = 1.3
+check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.3 by the owner without superuser ($up_state, now $up_version)" \
+	test "$up_state" = ok -a "$up_version" = 1.4
 up_super=$(q $up_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper")
 check "after the update no function of the SQL edition runs with a superuser's rights" test "$up_super" = 0
 up_kept=$(AS=$owner q $up_db "SELECT string_agg(lock_name || ' ' || kind || ' ' || fencing_token, ', ' ORDER BY lock_name) FROM dlock.lock_holders WHERE lock_name LIKE 'up:%'")
@@ -106,32 +111,54 @@ check "the leases held across the update are kept ($up_kept)" test "$up_kept" = 
 surface $up_db >"$scratch/surface-up"
 diff "$scratch/surface-sql" "$scratch/surface-up" >"$scratch/surface-up.diff"
 head -n 20 "$scratch/surface-up.diff"
-check "the updated database has the surface of a new 1.3 installation" test ! -s "$scratch/surface-up.diff"
+check "the updated database has the surface of a new 1.4 installation" test ! -s "$scratch/surface-up.diff"
+up_refused=$(AS=$owner sqlstate $up_db "SET dlock.durability = fenced" "SELECT dlock.renew('up:ex', '00000000-0000-0000-0000-0000000000a1', '1 hour')")
+check "under dlock.durability = fenced 1.4 refuses to renew a lease 1.3 granted ($up_refused)" test "$up_refused" = 0A000
 up_dg=$(AS=$owner q $up_db "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
-check "a lease granted by 1.2 is downgraded by 1.3 ($up_dg > $up_ex)" test "${up_dg:-0}" -gt "$up_ex"
+check "... and downgrades it without ($up_dg > $up_ex)" test "${up_dg:-0}" -gt "$up_ex"
 tests/sql_edition/api.sh $up_db $owner sql >"$scratch/api-up.log" 2>&1
 grep FAILED "$scratch/api-up.log"
 check "shared API tests pass on the updated database ($(tail -n 1 "$scratch/api-up.log"))" grep -q ' 0 failed$' "$scratch/api-up.log"
+# the longer way, from 1.2 through both steps
+up2_db=dlock_sqled_update2
+owner_database $up2_db $owner
+AS=$owner q $up2_db "CREATE EXTENSION pg_dlock_sql VERSION '1.2'" >/dev/null
+up2_state=$(AS=$owner sqlstate $up2_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+up2=$(q $up2_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
+	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" | tr '\n' ' ')
+check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through both steps ($up2_state; version, superuser-owned functions: $up2)" \
+	test "$up2_state $up2" = "ok 1.4 0 "
+surface $up2_db >"$scratch/surface-up2"
+diff "$scratch/surface-sql" "$scratch/surface-up2" >"$scratch/surface-up2.diff"
+head -n 20 "$scratch/surface-up2.diff"
+check "... to the surface of a new 1.4 installation" test ! -s "$scratch/surface-up2.diff"
 
-# psql -f: a 1.2 installation (its installer generated from the 1.2 sources)
-# updated by dist/pg_dlock_sql-upgrade.sql
-mkdir -p "$scratch/v1.2"
-cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v1.2/"
-sed -i "s/^default_version = .*/default_version = '1.2'/" "$scratch/v1.2/pg_dlock_sql.control"
-sql_edition/build.sh "$scratch/v1.2" "$scratch/v1.2/dist" >/dev/null
+# psql -f: a 1.3 and a 1.2 installation (installers generated from their
+# sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-owner_database $up_plain $owner
-psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f "$scratch/v1.2/dist/pg_dlock_sql-install.sql" >"$scratch/plain-1.2.log" 2>&1
-p_ex=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.try_acquire('up:ex', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
-psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql >"$scratch/plain-up.log" 2>&1
-check "pg_dlock_sql-upgrade.sql updates a psql -f installation from 1.2 ($(tr '\n' ' ' <"$scratch/plain-up.log"))" \
-	test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = 1.3
-surface $up_plain >"$scratch/surface-up-plain"
-diff "$scratch/surface-sql" "$scratch/surface-up-plain" >"$scratch/surface-up-plain.diff"
-head -n 20 "$scratch/surface-up-plain.diff"
-check "... to the surface of a new 1.3 installation" test ! -s "$scratch/surface-up-plain.diff"
-p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
-check "... keeping the lease held across it, which 1.3 downgrades ($p_dg > $p_ex)" test "${p_dg:-0}" -gt "${p_ex:-0}"
+for from in 1.3 1.2; do
+	mkdir -p "$scratch/v$from"
+	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
+	[ $from = 1.3 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
+	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
+	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
+	owner_database $up_plain $owner
+	psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f "$scratch/v$from/dist/pg_dlock_sql-install.sql" >"$scratch/plain-$from.log" 2>&1
+	p_ex=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.try_acquire('up:ex', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
+	p_before=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced', '1 minute')")
+	psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql >"$scratch/plain-up-$from.log" 2>&1
+	check "pg_dlock_sql-upgrade.sql updates a psql -f installation from $from ($(tr '\n' ' ' <"$scratch/plain-up-$from.log"))" \
+		test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = 1.4
+	surface $up_plain >"$scratch/surface-up-plain"
+	diff "$scratch/surface-sql" "$scratch/surface-up-plain" >"$scratch/surface-up-plain.diff"
+	head -n 20 "$scratch/surface-up-plain.diff"
+	check "... to the surface of a new 1.4 installation" test ! -s "$scratch/surface-up-plain.diff"
+	p_after=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced-2', '1 minute')")
+	check "... under dlock.durability = fenced $from grants, 1.4 refuses ($p_before, $p_after)" \
+		test "$p_before $p_after" = "ok 0A000"
+	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
+	check "... keeping the lease held across it, which 1.4 downgrades ($p_dg > $p_ex)" test "${p_dg:-0}" -gt "${p_ex:-0}"
+done
 
 # --- 3. one edition per database; the schema's owner ---------------------------------
 both=$(sqlstate "$PGDATABASE" "CREATE EXTENSION pg_dlock_sql")
@@ -167,12 +194,12 @@ check "shared API tests pass on the psql -f installation ($(tail -n 1 "$scratch/
 again=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql 2>&1)
 check "running the installer again is refused (the schema exists)" grep -q 'already contains objects' <<<"$again"
 current=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql 2>&1)
-check "the upgrade script on a current installation says so ($current)" grep -q 'is at 1.3' <<<"$current"
+check "the upgrade script on a current installation says so ($current)" grep -q 'is at 1.4' <<<"$current"
 # a made-up next version: the upgrade script applies its step once
 mkdir -p "$scratch/next"
 cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--*.sql "$scratch/next/"
-sed -i "s/^default_version = .*/default_version = '1.3.1'/" "$scratch/next/pg_dlock_sql.control"
-cat >"$scratch/next/pg_dlock_sql--1.3--1.3.1.sql" <<'SQL'
+sed -i "s/^default_version = .*/default_version = '1.4.1'/" "$scratch/next/pg_dlock_sql.control"
+cat >"$scratch/next/pg_dlock_sql--1.4--1.4.1.sql" <<'SQL'
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE" to load this file. \quit
 CREATE FUNCTION dlock.test_step_marker() RETURNS text LANGUAGE sql AS $$ SELECT 'step applied' $$;
 SQL
@@ -180,9 +207,9 @@ sql_edition/build.sh "$scratch/next" "$scratch/next/dist" >/dev/null
 lock_before=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.try_acquire('plain:kept', '1 hour')")
 psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade.log" 2>&1
 upgraded=$(AS=$owner q $plain_db "SELECT version FROM dlock.plain_install" "SELECT dlock.test_step_marker()" | tr '\n' ' ')
-check "the upgrade script applies the step above the installed version ($upgraded)" test "$upgraded" = "1.3.1 step applied "
+check "the upgrade script applies the step above the installed version ($upgraded)" test "$upgraded" = "1.4.1 step applied "
 psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade2.log" 2>&1
-check "running it again changes nothing" grep -q 'is at 1.3.1' "$scratch/upgrade2.log"
+check "running it again changes nothing" grep -q 'is at 1.4.1' "$scratch/upgrade2.log"
 lock_after=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'plain:kept' AND state = 'held'")
 check "a lease held across the upgrade is kept" test "$lock_after" = "$lock_before"
 
@@ -199,10 +226,10 @@ q $tle_db "CREATE SCHEMA pgtle" \
 psql -X -q -U postgres -d $tle_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-pg_tle.sql >"$scratch/tle.log" 2>&1
 check "the pg_tle script calls pgtle.install_extension(name, version, description, ext, requires)" \
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
-tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ') FROM pgtle.update_paths" \
+tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the step to 1.3, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3 pg_dlock_sql 1.3 "
+check "... pgtle.install_update_path for the steps to 1.3 and 1.4, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4 pg_dlock_sql 1.4 "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -210,8 +237,10 @@ check "... pgtle.install_update_path for the step to 1.3, and pgtle.set_default_
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '1.2' AND tovers = '1.3'" >"$share/pg_dlock_sqled_tle_test--1.2--1.3.sql"
-printf "default_version = '1.3'\nrelocatable = false\n" >"$share/pg_dlock_sqled_tle_test.control"
+for step in 1.2--1.3 1.3--1.4; do
+	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
+done
+printf "default_version = '1.4'\nrelocatable = false\n" >"$share/pg_dlock_sqled_tle_test.control"
 q $tle_db "DROP SCHEMA pgtle CASCADE" >/dev/null 2>&1
 q postgres "ALTER ROLE $owner SUPERUSER" >/dev/null
 tle_created=$(AS=$owner sqlstate $tle_db "CREATE EXTENSION pg_dlock_sqled_tle_test")
@@ -297,7 +326,7 @@ check "a new name on the promoted server starts in generation 2 (its timeline)" 
 
 stop_server "$PG_BINDIR" "$standby" immediate
 stop_server "$PG_BINDIR" "$other" immediate
-for db in $ext_db $up_db $up_plain $attack_db $plain_db $tle_db; do
+for db in $ext_db $up_db $up2_db $up_plain $attack_db $plain_db $tle_db; do
 	psql -X -q -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
 done
 q "$PGDATABASE" "DROP OWNED BY regress_sqled_app" >/dev/null 2>&1

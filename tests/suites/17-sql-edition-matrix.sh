@@ -5,7 +5,8 @@
 # /var/cache/pg_dlock/npm-postgres). For each version, on a cluster of its
 # own: CREATE EXTENSION pg_dlock_sql by a database owner without superuser,
 # the shared SQL API tests (tests/sql_edition/api.sh), a lease and its token
-# across a crash, the update from 1.2 by that owner, and the psql -f installer.
+# across a crash, the update from 1.3 by that owner (a grant under
+# dlock.durability = fenced: 1.3 makes it, 1.4 refuses it), and the psql -f installer.
 # DLOCK_SQL_EDITION_VERSIONS="13 18" limits the versions.
 set -uo pipefail
 cd "$DLOCK_ROOT"
@@ -50,16 +51,21 @@ for major in ${DLOCK_SQL_EDITION_VERSIONS:-13 14 16 17 18}; do
 	check "PostgreSQL $version: a lease survives a crash and the next token is higher ($before, $kept, $after)" \
 		test -n "$before" -a "$kept" = "$before" -a "${after:-0}" -gt "${before:-0}"
 
-	# the update from 1.2, as the owner without superuser
+	# the update from 1.3, as the owner without superuser
 	owner_database updated $owner
-	up_tok=$(AS=$owner q updated "CREATE EXTENSION pg_dlock_sql VERSION '1.2'" \
+	up_tok=$(AS=$owner q updated "CREATE EXTENSION pg_dlock_sql VERSION '1.3'" \
 		"SELECT fencing_token FROM dlock.try_acquire('matrix:update', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
+	fenced="SET dlock.durability = fenced"
+	before=$(AS=$owner sqlstate updated "$fenced" "SELECT dlock.try_acquire('matrix:fenced', '1 minute')")
 	up_state=$(AS=$owner sqlstate updated "ALTER EXTENSION pg_dlock_sql UPDATE")
+	after=$(AS=$owner sqlstate updated "$fenced" "SELECT dlock.renew('matrix:update', '00000000-0000-0000-0000-0000000000a1', '1 hour')")
 	up=$(AS=$owner q updated "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
 		"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" \
 		"SELECT fencing_token > $up_tok FROM dlock.downgrade('matrix:update', '00000000-0000-0000-0000-0000000000a1')" | tr '\n' ' ')
-	check "PostgreSQL $version: ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 by the owner ($up_state: version, superuser-owned functions, the lease kept and downgraded: $up)" \
-		test "$up_state $up" = "ok 1.3 0 t "
+	check "PostgreSQL $version: ALTER EXTENSION pg_dlock_sql UPDATE from 1.3 by the owner ($up_state: version, superuser-owned functions, the lease kept and downgraded: $up)" \
+		test "$up_state $up" = "ok 1.4 0 t "
+	check "PostgreSQL $version: under dlock.durability = fenced 1.3 grants, 1.4 refuses ($before, $after)" \
+		test "$before $after" = "ok 0A000"
 
 	owner_database plain $owner
 	psql -X -q -U $owner -d plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql >"$dir/plain.log" 2>&1

@@ -187,6 +187,36 @@ check "the expire event arrives within 10 s after lease_until, not after the nap
 check "each later expiry is reported too" \
 	test "$(events_of "$scratch/expire" expire events:expire-other | wc -l)" -eq 2
 
+# shared leases and permits expire on their own: each reported once, with
+# its own token and holder, and counted in the hold histogram of its kind
+holds_before=$(sql "SELECT string_agg(holds::text, ' ' ORDER BY kind) FROM dlock.hold_histogram() WHERE le IS NULL AND kind IN ('permit', 'shared')")
+listen_events "$scratch/expire-kinds" &
+listener=$!
+wait_listening "$scratch/expire-kinds"
+readers=$(sql "SELECT string_agg(fencing_token::text, ' ' ORDER BY fencing_token) FROM (
+	SELECT fencing_token FROM dlock.try_acquire_shared('events:expire-shared', '1 second', holder => 'reader a')
+	UNION ALL SELECT fencing_token FROM dlock.try_acquire_shared('events:expire-shared', '1 second', holder => 'reader b')) t")
+permit=$(sql "SELECT fencing_token FROM dlock.try_acquire_permit('events:expire-permits', 3, '1 second', holder => 'permit a')")
+wait_for_event "$scratch/expire-kinds" expire events:expire-shared 2
+wait_for_event "$scratch/expire-kinds" expire events:expire-permits
+# a later grant makes the worker run again: the old expiries must not come back
+sql "SELECT dlock.try_acquire('events:expire-after-kinds', '500 milliseconds')" >/dev/null
+wait_for_event "$scratch/expire-kinds" expire events:expire-after-kinds
+event_barrier "$scratch/expire-kinds"
+stop_listening "$scratch/expire-kinds" $listener
+shared_expired=$(events_of "$scratch/expire-kinds" expire events:expire-shared | while read -r _ payload; do field "$payload" fencing_token; done | sort -n | paste -sd' ')
+check "both expired shared leases are reported once, with their tokens ($shared_expired; granted $readers)" \
+	test "$shared_expired" = "$readers"
+permit_expired=$(events_of "$scratch/expire-kinds" expire events:expire-permits)
+check "an expired permit is reported once, with its token and holder" \
+	test "$(wc -l <<<"$permit_expired")|$(field "${permit_expired#* }" fencing_token)|$(field "${permit_expired#* }" holder)" = "1|$permit|permit a"
+holds_after=$(sql "SELECT string_agg(holds::text, ' ' ORDER BY kind) FROM dlock.hold_histogram() WHERE le IS NULL AND kind IN ('permit', 'shared')")
+set -- $holds_before $holds_after
+check "the hold histogram counts them, per kind (permit, shared: $holds_before -> $holds_after)" \
+	test "$3" -eq $(($1 + 1)) -a "$4" -eq $(($2 + 2))
+check "the reported slots are recorded once each" \
+	test "$(sql "SELECT count(*) FROM dlock.holder_expiry_reported WHERE lock_name LIKE 'events:expire-%'")" = 3
+
 # a waiter in dlock.acquire gets an expired lease without anyone releasing it
 sql "SELECT dlock.try_acquire('events:waited', '1 second', holder => 'stuck')" >/dev/null
 until_epoch=$(sql "SELECT extract(epoch FROM lease_until) FROM dlock.locks WHERE lock_name = 'events:waited'")

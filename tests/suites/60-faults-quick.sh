@@ -36,7 +36,7 @@ fi
 scenarios=$((passed + failed))
 
 # The independent checker reads only the standard files: zero violations expected,
-# except in the negative controls it must catch (no fencing, no timeline bits).
+# except in the negative controls it must catch (no fencing, no timeline bits, no token epoch).
 if python3 "$root/tests/faults/test_check_standard_history.py" >"$selftest" 2>&1; then
 	echo "ok - standard history checker self-test"
 	passed=$((passed + 1))

@@ -25,6 +25,8 @@
 //   --hold-ms N            hold the lease a random 0..N ms before writing
 //   --session-bound 0|1    session-bound leases: they also end when the lock
 //                          connection's session ends (a killed worker's at once)
+//   --store DIR            also write to the file store in DIR (kind x, see resource.hpp),
+//                          first thing after each grant, before any database write
 //   --pqxx                 use libpqxx directly even when the client library is built
 //   --seed N
 #include <unistd.h>
@@ -75,6 +77,7 @@ struct options {
     long hold_ms = 0;
     bool force_pqxx = false;
     bool session_bound = false;
+    std::string store;
     unsigned long seed = 0;
 };
 
@@ -142,6 +145,8 @@ options parse(int argc, char** argv) {
             o.session_bound = v != "0";
         else if (k == "seed")
             o.seed = std::stoul(v);
+        else if (k == "store")
+            o.store = v;
         else
             throw std::invalid_argument("unknown option --" + k);
     }
@@ -271,11 +276,18 @@ private:
         bool locally_valid = m_locks->lease_valid();
         if (!(m_opt.use_lease && !locally_valid)) {
             faults::write_request req;
-            req.kind = 'g';
             req.lock_name = lock;
             req.token = token;
             req.worker_id = m_opt.id;
             req.fencing = m_opt.fencing;
+            if (!m_opt.store.empty()) {
+                // Nothing written to the database since the grant: a grant that
+                // committed without its WAL flush may still be lost here.
+                req.kind = 'x';
+                write(req, got.owner, locally_valid);
+                locally_valid = m_locks->lease_valid();
+            }
+            req.kind = 'g';
             if (m_opt.slow_where == "inside" && chance(m_opt.slow_prob)) req.inside_delay = milliseconds{m_opt.slow_ms};
             write(req, got.owner, locally_valid);
             if (chance(m_opt.p_token)) {
@@ -305,7 +317,7 @@ private:
                              .num("token", req.token)
                              .flag("local_valid", locally_valid)
                              .num("delay_ms", req.inside_delay.count()));
-        const auto r = faults::fenced_write(m_data, req);
+        const auto r = req.kind == 'x' ? faults::store_write(m_opt.store, req) : faults::fenced_write(m_data, req);
         record done(m_opt.id, req.op_id, faults::to_string(r.outcome.kind));
         if (!r.outcome.why.empty()) done.str("why", r.outcome.why);
         if (r.outcome.kind == result_kind::ok || r.outcome.kind == result_kind::unknown)

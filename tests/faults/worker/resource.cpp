@@ -1,6 +1,13 @@
 // tests/faults/worker/resource.cpp -- fenced writes on the resource tables.
 #include "resource.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <sstream>
 #include <thread>
 
 #ifdef FAULTS_WITH_CLIENT
@@ -79,6 +86,54 @@ write_result fenced_write(db_session& session, const write_request& request) {
     } catch (...) {
         r.outcome = classify(std::current_exception(), commit_sent, session);
     }
+    return r;
+}
+
+write_result store_write(const std::string& store, const write_request& request) {
+    write_result r;
+    const std::string path = store + "/x-" + request.lock_name;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        r.outcome.kind = result_kind::fail;
+        r.outcome.why = "store_open";
+        return r;
+    }
+    // One writer at a time: the lock is the store's own, not the lease.
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    std::string text;
+    char buffer[65536];
+    ssize_t n;
+    ::lseek(fd, 0, SEEK_SET);
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+    std::int64_t highest = 0;
+    std::int64_t counter = 0;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        std::int64_t token = 0;
+        std::int64_t value = 0;
+        if (fields >> token >> value) {
+            highest = token > highest ? token : highest;
+            counter = value;
+        }
+    }
+    if (request.fencing && request.token < highest) {
+        ::close(fd);
+        r.outcome.kind = result_kind::refused;
+        r.outcome.why = "PD001";
+        return r;
+    }
+    r.before = counter;
+    r.after = counter + 1;
+    const std::string entry = std::to_string(request.token) + " " + std::to_string(r.after) + " " +
+                              request.worker_id + " " + std::to_string(request.op_id) + "\n";
+    const bool written = ::write(fd, entry.data(), entry.size()) == static_cast<ssize_t>(entry.size()) &&
+                         ::fsync(fd) == 0;
+    ::close(fd);
+    r.outcome.kind = written ? result_kind::ok : result_kind::unknown;
+    if (!written) r.outcome.why = "store_write";
     return r;
 }
 

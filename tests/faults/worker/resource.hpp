@@ -6,6 +6,12 @@
 //      dlock.holds(L, token) and the enforce_fencing trigger on its token column;
 //   t  res_t: atomic increment, checked only by the enforce_fencing trigger;
 //   f  res_f: atomic increment after dlock.fence('f:L', token), no trigger.
+// and, with a store directory, one outside the database:
+//   x  the file STORE/x-L: a store that remembers the highest token it accepted
+//      and refuses a lower one (PD001, as dlock.fence does), the way an external
+//      system is fenced. Each accepted write appends "token counter worker op"
+//      and is fsynced before it is acknowledged; the harness reads the files
+//      into the final state's write_log.
 // Every committed write also inserts a write_log row (same transaction), which
 // the checker compares with the history. With fencing off (the negative
 // control) the checks are skipped and the tables carry no trigger.
@@ -37,5 +43,8 @@ struct write_result {
 };
 
 [[nodiscard]] write_result fenced_write(db_session& session, const write_request& request);
+
+/// A write of kind 'x' to the file store in directory store.
+[[nodiscard]] write_result store_write(const std::string& store, const write_request& request);
 
 } // namespace faults
