@@ -45,10 +45,10 @@ constexpr std::chrono::milliseconds connection_check_interval{1000};
 // refuses; checked() turns it into the library's own error.
 constexpr const char* fenced_refused_marker = "dlock.durability fenced is not offered by this server";
 
-// Only pg_dlock 1.4 or later (the C extension) knows dlock.durability. Where
-// the setting is unknown, or the database has the SQL edition (which reads no
-// setting, and may sit on a server whose preloaded pg_dlock defines it), a
-// SET would be accepted and ignored: refuse instead, before the statement runs.
+// Only pg_dlock 1.4 or later (the C extension) can fence. Where the setting is
+// unknown (a placeholder), or the database has the SQL edition before 1.4
+// (which may sit on a server whose preloaded pg_dlock defines it), a SET would
+// be accepted and ignored: refuse instead, before the statement runs.
 std::string fenced_setting(const std::string& scope) {
     return std::string{", pg_catalog.set_config('dlock.durability', CASE WHEN "
                        "pg_catalog.current_setting('dlock.durability', true) IS NOT NULL AND EXISTS (SELECT FROM "
