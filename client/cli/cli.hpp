@@ -46,6 +46,8 @@ void check_owner_token(const std::string& token);
 [[nodiscard]] dlock::wait_mode parse_wait_mode(const std::string& text);
 /// Parses --pooling: "detect", "none" or "transaction"; throws usage_error.
 [[nodiscard]] dlock::pooling parse_pooling(const std::string& text);
+/// Parses --durability: "durable" or "fenced"; throws usage_error.
+[[nodiscard]] dlock::durability parse_durability(const std::string& text);
 
 struct run_args {
     std::string name;               // the names, comma-separated (for messages)

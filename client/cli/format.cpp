@@ -84,4 +84,10 @@ dlock::pooling parse_pooling(const std::string& text) {
     throw usage_error{"--pooling: invalid value \"" + text + "\" (use detect, none or transaction)"};
 }
 
+dlock::durability parse_durability(const std::string& text) {
+    if (text == "durable") return dlock::durability::durable;
+    if (text == "fenced") return dlock::durability::fenced;
+    throw usage_error{"--durability: invalid value \"" + text + "\" (use durable or fenced)"};
+}
+
 } // namespace dlock_cli

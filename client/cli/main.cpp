@@ -173,6 +173,7 @@ struct connection_args {
     std::string timeout = "5s";
     std::string wait_mode = "auto";
     std::string pooling = "detect";
+    std::string durability = "durable";
 };
 
 dlock::client_options client_options_of(const connection_args& c) {
@@ -181,6 +182,7 @@ dlock::client_options client_options_of(const connection_args& c) {
     o.call_timeout = parse_duration(c.timeout, "--timeout");
     o.wait_mode = parse_wait_mode(c.wait_mode);
     o.pooling = parse_pooling(c.pooling);
+    o.durability = parse_durability(c.durability);
     return o;
 }
 
@@ -208,7 +210,7 @@ int main(int argc, char** argv) {
     CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
     app.set_version_flag("--version", std::string{"dlock "} + DLOCK_VERSION + " (pg_dlock client, libpqxx " + PQXX_VERSION + ")");
     app.require_subcommand(1);
-    app.fallthrough(); // --dsn, --timeout, --wait-mode also after the subcommand
+    app.fallthrough(); // --dsn, --timeout, --wait-mode, --pooling, --durability also after the subcommand
     app.footer(std::string{"Examples:\n"
                            "  dlock run nightly-report -- /usr/local/bin/report --all\n"
                            "  dlock status --prefix settlement:\n"
@@ -231,6 +233,11 @@ int main(int argc, char** argv) {
                    "what stands between dlock and the server: detect (find out), none (a direct connection or "
                    "session pooling: prepared statements) or transaction (a transaction pooler such as PgBouncer "
                    "in transaction pooling: self-contained calls)")
+        ->capture_default_str();
+    app.add_option("--durability", conn.durability,
+                   "how the server commits dlock's grants, renewals and releases: durable (each waits for its WAL "
+                   "flush) or fenced (no flush wait; a crash may lose a grant, which its holder learns at its next "
+                   "renewal; needs the C extension pg_dlock 1.4 or later, preloaded)")
         ->capture_default_str();
 
     // run

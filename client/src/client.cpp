@@ -52,7 +52,8 @@ checked_out::checked_out(client_core& core) : m_core{core} {
     }
     if (!m_session)
         m_session = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
-                                              core.options.pooling, core.options.call_timeout);
+                                              core.options.pooling, core.options.call_timeout,
+                                              core.options.durability);
 }
 
 checked_out::~checked_out() noexcept {
@@ -278,7 +279,8 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
     try {
         if (!s)
             s = std::make_unique<session>(core.options.connection_string, core.options.network_timeout,
-                                          core.options.pooling, core.options.call_timeout);
+                                          core.options.pooling, core.options.call_timeout,
+                                          core.options.durability);
         const auto sent = steady_clock::now();
         const call_result r = call(*s, timeout, sql::renew, name, owner_token, ttl);
         const auto received = steady_clock::now();
@@ -304,10 +306,12 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
         if (is_unknown_outcome(e)) s.reset();
         ++core.stats.unknown_outcomes;
         result.error = e.what();
-        // A refusal of the arguments is the caller's mistake, not a lost lease.
+        // A refusal of the arguments is the caller's mistake, not a lost lease;
+        // so is a durability the server does not offer (0A000: it never will).
         if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
             const std::string& state = sql->sqlstate();
-            if (state == "22023" || state == "22004" || state == "42501") rethrow_mapped(name, owner_token);
+            if (state == "22023" || state == "22004" || state == "42501" || state == "0A000")
+                rethrow_mapped(name, owner_token);
         }
         return result;
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,23 +40,44 @@ std::string with_literals(std::string_view statement, const std::vector<std::str
 // the client went away, and gives up the call.
 constexpr std::chrono::milliseconds connection_check_interval{1000};
 
-// The SELECT that sets statement_timeout (the call's bound, statement_timeout_of)
-// and client_connection_check_interval: for the session, or `local` to the
-// transaction (set_config with is_local, as SET LOCAL). As one SELECT it costs
-// the server less than two SET statements.
-std::string settings_select(std::chrono::milliseconds timeout, bool local) {
+// The name current_setting() is asked for when the server cannot grant fenced
+// leases: its "unrecognized configuration parameter" error is how plain SQL
+// refuses; checked() turns it into the library's own error.
+constexpr const char* fenced_refused_marker = "dlock.durability fenced is not offered by this server";
+
+// Only pg_dlock 1.4 or later (the C extension) can fence. Where the setting is
+// unknown (a placeholder), or the database has the SQL edition before 1.4
+// (which may sit on a server whose preloaded pg_dlock defines it), a SET would
+// be accepted and ignored: refuse instead, before the statement runs.
+std::string fenced_setting(const std::string& scope) {
+    return std::string{", pg_catalog.set_config('dlock.durability', CASE WHEN "
+                       "pg_catalog.current_setting('dlock.durability', true) IS NOT NULL AND EXISTS (SELECT FROM "
+                       "pg_catalog.pg_extension WHERE extname = 'pg_dlock' AND "
+                       "pg_catalog.string_to_array(extversion, '.')::integer[] >= '{1,4}') THEN 'fenced' "
+                       "ELSE pg_catalog.current_setting('"} +
+           fenced_refused_marker + "') END, " + scope + ")";
+}
+
+// The SELECT that sets statement_timeout (the call's bound, statement_timeout_of),
+// client_connection_check_interval and, for a fenced client, dlock.durability:
+// for the session, or `local` to the transaction (set_config with is_local, as
+// SET LOCAL). As one SELECT it costs the server less than SET statements. The
+// one place the settings of a call are decided; a durable client sends what
+// it sent before dlock.durability existed.
+std::string settings_select(std::chrono::milliseconds timeout, dlock::durability durability, bool local) {
     const std::string scope = local ? "true" : "false";
     return "SELECT pg_catalog.set_config('statement_timeout', '" + milliseconds_text(statement_timeout_of(timeout)) +
            "', " + scope + "), pg_catalog.set_config('client_connection_check_interval', '" +
-           milliseconds_text(connection_check_interval) + "', " + scope + ")";
+           milliseconds_text(connection_check_interval) + "', " + scope + ")" +
+           (durability == dlock::durability::fenced ? fenced_setting(scope) : std::string{});
 }
 
 // The text of one self-contained call: `statement` with its values as
 // literals (with_literals), after the settings for its transaction
 // (settings_select) -- one simple query. See call().
-std::string call_text(std::chrono::milliseconds timeout, std::string_view statement,
+std::string call_text(std::chrono::milliseconds timeout, dlock::durability durability, std::string_view statement,
                       const std::vector<std::string>& literals) {
-    return settings_select(timeout, true) + "; " + with_literals(statement, literals);
+    return settings_select(timeout, durability, true) + "; " + with_literals(statement, literals);
 }
 
 } // namespace
@@ -106,8 +128,8 @@ std::string connection_message(const PGconn* conn) {
 } // namespace
 
 session::session(const std::string& connection_string, std::chrono::milliseconds network_timeout,
-                 dlock::pooling pooling, std::chrono::milliseconds call_timeout)
-    : m_pooling{pooling}, m_statement_timeout{statement_timeout_of(call_timeout)} {
+                 dlock::pooling pooling, std::chrono::milliseconds call_timeout, dlock::durability durability)
+    : m_pooling{pooling}, m_statement_timeout{statement_timeout_of(call_timeout)}, m_durability{durability} {
     m_conn = PQconnectdb(bounded_connection_string(connection_string, network_timeout).c_str());
     if (m_conn == nullptr) throw connection_error{"could not connect: out of memory", {}};
     if (PQstatus(m_conn) != CONNECTION_OK) {
@@ -149,7 +171,15 @@ call_result session::checked(PGresult* res, const char* statement) {
     if (PQstatus(m_conn) != CONNECTION_OK) throw_broken();
     if (res == nullptr) throw pqxx::broken_connection{PQerrorMessage(m_conn)};
     const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    throw pqxx::sql_error{PQresultErrorMessage(res), statement, state};
+    const char* message = PQresultErrorMessage(res);
+    if (m_durability == dlock::durability::fenced && state != nullptr && std::string_view{state} == "42704" &&
+        std::strstr(message, fenced_refused_marker) != nullptr)
+        throw pqxx::feature_not_supported{
+            "fenced durability was asked for, but this server cannot grant fenced leases: they need the C "
+            "extension pg_dlock 1.4 or later in this database, with pg_dlock in shared_preload_libraries (the SQL "
+            "edition, pg_dlock_sql, grants durably only)",
+            statement, "0A000"};
+    throw pqxx::sql_error{message, statement, state};
 }
 
 void session::roll_back() noexcept {
@@ -185,7 +215,7 @@ void session::settle() {
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
     // them only on the server process libpq connected to.
-    std::string text = settings_select(m_statement_timeout, false);
+    std::string text = settings_select(m_statement_timeout, m_durability, false);
     if (m_pooling == dlock::pooling::detect)
         text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn));
     if (exec_simple(text).empty()) {
@@ -246,7 +276,7 @@ call_result session::run(std::chrono::milliseconds timeout, const char* statemen
         literals.emplace_back(quoted);
         PQfreemem(quoted);
     }
-    const std::string text = call_text(timeout, statement, literals);
+    const std::string text = call_text(timeout, m_durability, statement, literals);
     return exec_simple(text);
 }
 

@@ -39,8 +39,9 @@ public:
     /// Connects with bounded_connection_string; throws connection_error.
     /// `call_timeout` is the statement_timeout the session keeps (when it keeps
     /// state); calls with another bound set theirs local to their transaction.
+    /// `durability` goes with the settings (settings_select in session.cpp).
     session(const std::string& connection_string, std::chrono::milliseconds network_timeout, dlock::pooling pooling,
-            std::chrono::milliseconds call_timeout);
+            std::chrono::milliseconds call_timeout, dlock::durability durability);
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) = delete;
@@ -100,6 +101,7 @@ private:
     bool m_settled = false; // the session settings are made
     bool m_commit_uncertain = false;
     std::chrono::milliseconds m_statement_timeout; // the statement_timeout it keeps (the call timeout)
+    dlock::durability m_durability;
     std::unordered_map<const char*, std::string> m_prepared;
 };
 
@@ -111,18 +113,20 @@ private:
 [[nodiscard]] inline std::string value_text(std::chrono::milliseconds v) { return milliseconds_text(v); }
 
 /// Runs one statement of the library as a transaction of its own on s, bounded
-/// by statement_timeout `timeout` and client_connection_check_interval, in one
-/// round trip. On a session that keeps state the statement runs prepared by
-/// name; a call bounded by another timeout than the session's sends, in one
-/// pipeline, a prepared set_config of statement_timeout local to the
-/// transaction and then the statement: the server runs both in one implicit
-/// transaction, and arms each one's timeout when it starts. Else (a transaction
-/// pooler may give the next transaction another server connection) every
-/// setting is local to the call's transaction: one simple query sets them and
-/// then runs the statement, its values as literals quoted by the connection
-/// (PQescapeLiteral), as a statement prepared on one server connection may not
-/// exist on the next. Throws what libpqxx would throw (the caller maps it),
-/// after rolling back what a failure may have left open.
+/// by statement_timeout `timeout` and client_connection_check_interval (and
+/// with dlock.durability = fenced for a fenced client), in one round trip. On
+/// a session that keeps state the statement runs prepared by name (the
+/// settings are the session's); a call bounded by another timeout than the
+/// session's sends, in one pipeline, a prepared set_config of
+/// statement_timeout local to the transaction and then the statement: the
+/// server runs both in one implicit transaction, and arms each one's timeout
+/// when it starts. Else (a transaction pooler may give the next transaction
+/// another server connection) every setting is local to the call's
+/// transaction: one simple query sets them and then runs the statement, its
+/// values as literals quoted by the connection (PQescapeLiteral), as a
+/// statement prepared on one server connection may not exist on the next.
+/// Throws what libpqxx would throw (the caller maps it), after rolling back
+/// what a failure may have left open.
 template <typename... Args>
 call_result call(session& s, std::chrono::milliseconds timeout, const char* statement, const Args&... args) {
     try {

@@ -276,6 +276,73 @@ expect_status "--pooling bogus: usage error" 64 $?
 grep -q -- '--pooling: invalid value "bogus"' "$work/pooling-bogus.err"
 check "--pooling bogus: the message names the option and the value" $?
 
+# --- --durability: how the server commits dlock's calls (docs/client.md, "Durability")
+# A trigger on dlock.lock_holder records dlock.durability as each transaction
+# that changes a shared lease of a cli-durability-* name saw it: with
+# --durability fenced the grant and the release of `run --shared` are fenced,
+# without it neither is, in both ways of sending (the session settings of a
+# direct connection, the self-contained calls of a pooler). Against the SQL
+# edition (41-sql-edition-client) fenced is refused: 125 with a message, and
+# COMMAND does not run.
+sql_edition=$(q "SELECT 1 FROM pg_extension WHERE extname = 'pg_dlock_sql'")
+q "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS public.cli_durability_seen (lock_name text NOT NULL, durability text NOT NULL)" >/dev/null
+q "SET client_min_messages = warning; CREATE OR REPLACE FUNCTION public.cli_durability_seen() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog AS \$\$BEGIN
+		IF starts_with(NEW.lock_name, 'cli-durability-') THEN
+			INSERT INTO public.cli_durability_seen VALUES (NEW.lock_name, coalesce(current_setting('dlock.durability', true), ''));
+		END IF;
+		RETURN NULL;
+	END\$\$; DROP TRIGGER IF EXISTS cli_durability_seen ON dlock.lock_holder;
+	CREATE TRIGGER cli_durability_seen AFTER INSERT OR UPDATE ON dlock.lock_holder
+		FOR EACH ROW EXECUTE FUNCTION public.cli_durability_seen()" >/dev/null
+seen_durability() { q "SELECT count(*) || ' ' || coalesce(string_agg(DISTINCT durability, ','), '') FROM public.cli_durability_seen WHERE lock_name = '$1'"; }
+for args in "" "--pooling transaction"; do
+	label=${args:-(default pooling)}
+	name=$(unique durability)
+	# shellcheck disable=SC2086 # args is a list of options
+	"$DLOCK" $args run --shared --durability fenced "$name" -- touch "$work/durability-ran" 2>"$work/durability.err"
+	status=$?
+	if [ -n "$sql_edition" ]; then
+		expect_status "run $label --durability fenced: refused by the SQL edition (125)" 125 $status
+		grep -q "cannot grant fenced leases" "$work/durability.err"
+		check "run $label --durability fenced: ... says the server cannot grant fenced leases" $?
+		check "run $label --durability fenced: ... and COMMAND did not run" $([ ! -e "$work/durability-ran" ]; echo $?)
+	else
+		expect_status "run $label --shared --durability fenced: runs COMMAND under the lease" 0 $status
+		seen=$(seen_durability "$name")
+		check "run $label --durability fenced: the grant and the release ran fenced (seen: $seen)" \
+			$([ "${seen#* }" = fenced ] && [ "${seen%% *}" -ge 2 ]; echo $?)
+	fi
+	rm -f "$work/durability-ran"
+	name=$(unique durability)
+	# shellcheck disable=SC2086
+	"$DLOCK" $args run --shared "$name" -- true
+	expect_status "run $label --shared (no --durability): runs COMMAND under the lease" 0 $?
+	seen=$(seen_durability "$name")
+	check "run $label (no --durability): nothing ran fenced (seen: $seen)" \
+		$([ "${seen%% *}" -ge 2 ] && [[ ",${seen#* }," != *,fenced,* ]]; echo $?)
+done
+q "DROP TRIGGER cli_durability_seen ON dlock.lock_holder" >/dev/null
+# The other commands that take, renew and end leases take it too.
+name=$(unique durability)
+out=$("$DLOCK" --durability fenced acquire --ttl 30s "$name" 2>"$work/durability.err")
+status=$?
+if [ -n "$sql_edition" ]; then
+	expect_status "acquire --durability fenced: refused by the SQL edition (125)" 125 $status
+	check "acquire --durability fenced: ... nothing held" $([ "$(state_of "$name")" = free ]; echo $?)
+else
+	expect_status "acquire --durability fenced: granted" 0 $status
+	owner=$(sed -n 's/^DLOCK_OWNER_TOKEN=//p' <<<"$out")
+	"$DLOCK" renew --durability fenced "$name" --owner-token "$owner" >/dev/null
+	expect_status "renew --durability fenced: renewed" 0 $?
+	"$DLOCK" release "$name" --owner-token "$owner" --durability fenced
+	expect_status "release --durability fenced: released" 0 $?
+fi
+"$DLOCK" run --durability bogus "$name" -- true 2>"$work/durability-bogus.err"
+expect_status "run --durability bogus: usage error" 64 $?
+grep -q -- '--durability: invalid value "bogus" (use durable or fenced)' "$work/durability-bogus.err"
+check "run --durability bogus: the message names the option and the two values" $?
+
 # --- a release that fails is visible -----------------------------------------
 # COMMAND leaves behind a session that holds the lease row locked for 3 s, so
 # the release runs into its 1 s statement timeout: dlock must not exit 0.

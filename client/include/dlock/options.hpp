@@ -77,6 +77,27 @@ enum class pooling {
     transaction,
 };
 
+/// How the server commits the transactions that grant, renew, release or
+/// downgrade this client's leases (the setting dlock.durability, pg_dlock 1.4;
+/// docs/client.md, "Durability").
+enum class durability {
+    /// A grant or renewal is confirmed only once its commit is flushed (and
+    /// confirmed by synchronous standbys): a crash loses no confirmed lease.
+    /// The library sends nothing for it, so the session's dlock.durability
+    /// applies -- durable unless a role or database was set otherwise.
+    durable,
+    /// A call whose lease change is its transaction's only write commits
+    /// without waiting for the WAL flush. A crash may lose a grant the holder
+    /// was told of: it learns so at its next renewal (refused) or holds()
+    /// (false), and a new owner may get the name at once. Only fenced
+    /// resources (fence, assert_holds) stay protected in that window; tokens
+    /// are never issued twice (every token after a crash is above every token
+    /// before it). Needs the C extension pg_dlock 1.4 or later, preloaded: on
+    /// any other server (the SQL edition among them) every call is refused
+    /// with server_error, SQLSTATE 0A000, and nothing is granted.
+    fenced,
+};
+
 /// Settings of a client object.
 struct client_options {
     /// libpq connection string or URI; empty uses the PG* environment. Multi-host
@@ -106,6 +127,12 @@ struct client_options {
     std::chrono::milliseconds poll_interval{500};
     /// Whether a pooler stands in between (decides how calls are sent).
     dlock::pooling pooling = pooling::detect;
+    /// How the server commits this client's grants, renewals, releases and
+    /// downgrades: set in each call's transaction as call_timeout is (a
+    /// session setting on a direct connection, local to the transaction
+    /// behind a transaction pooler). Calls in a caller's transaction
+    /// (try_acquire(txn, ...)) keep that transaction's own setting.
+    dlock::durability durability = durability::durable;
     /// Told of every grant, renewal, loss and release of this client's leases
     /// (dlock/listener.hpp); none by default.
     std::shared_ptr<lease_listener> listener;
