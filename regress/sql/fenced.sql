@@ -3,11 +3,13 @@
 -- of this server life is marked durably first
 \set VERBOSITY terse
 
+-- (this loads the library, whose settings are then known; without
+-- shared_preload_libraries the fenced mode is refused and every grant below
+-- is durable: the alternative expected output)
+CREATE TEMP TABLE commits AS SELECT durable_commits, unflushed_commits FROM dlock.durability_stats();
 SHOW dlock.durability;
 SET dlock.durability = 'lazy';
 \echo :LAST_ERROR_SQLSTATE
-
-CREATE TEMP TABLE commits AS SELECT durable_commits, unflushed_commits FROM dlock.durability_stats();
 CREATE FUNCTION pg_temp.commits_since() RETURNS TABLE (durable bigint, unflushed bigint)
 LANGUAGE sql AS $$
   SELECT s.durable_commits - c.durable_commits, s.unflushed_commits - c.unflushed_commits
