@@ -300,10 +300,11 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 
 /*
  * The first fenced grant of a life in epoch state->epoch: mark it, and
- * commit durably. The last epoch of a timeline is not marked: the grant
- * commits durably instead.
+ * commit durably; true when marked. The last epoch of a timeline is not
+ * marked, nor one shared memory has no room for: false, and the grant is
+ * to commit durably instead.
  */
-static void
+static bool
 mark_fenced(EpochState *state)
 {
 	if (!database_has_entry())
@@ -313,8 +314,7 @@ mark_fenced(EpochState *state)
 				 errmsg("dlock.durability = fenced is not available in this database"),
 				 errdetail("pg_dlock's shared memory remembers the token epochs of %d databases, all in use; the grant commits durably.",
 						   EPOCH_ENTRIES)));
-		dlock_require_durable_commit();
-		return;
+		return false;
 	}
 	if (state->epoch >= DLOCK_EPOCHS - 1)
 	{
@@ -324,24 +324,27 @@ mark_fenced(EpochState *state)
 				 errdetail("Its last token epoch, %d, is in use; the grant commits durably.",
 						   state->epoch),
 				 errhint("The epochs start again on a new timeline, after a failover.")));
-		dlock_require_durable_commit();
-		return;
+		return false;
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_dlock: SPI_connect failed");
 	record_epoch(state->epoch_table, state->timeline, state->epoch, true);
 	SPI_finish();
 	state->fenced = true;
+	return true;
 }
 
 /*
  * The history position of a grant made now (token.c): the first grant of a
  * server life may have to move the epoch, a first fenced grant to mark it.
- * fenced says whether the grant is to commit without the flush. Before 1.4
- * the position is the timeline ID, as the rows of that version hold it.
+ * *fenced says whether the grant is to commit without the flush, and is
+ * cleared where it cannot: before 1.4, whose rows hold the timeline ID as
+ * the position, or when the epoch cannot be marked. The durable commit
+ * then follows from the grant's write, not from an attempt that is
+ * refused.
  */
 static int32
-grant_history(bool fenced)
+grant_history(bool *fenced)
 {
 	Oid			epoch_table = dlock_catalog()->epoch_table;
 	int32		timeline = dlock_token_timeline();
@@ -349,14 +352,13 @@ grant_history(bool fenced)
 
 	if (!OidIsValid(epoch_table))
 	{
-		if (fenced)
-			dlock_require_durable_commit();
+		*fenced = false;
 		return timeline;
 	}
 	if (!known_epoch(epoch_table, timeline, &state))
 		start_life(epoch_table, timeline, &state);
-	if (fenced && !state.fenced)
-		mark_fenced(&state);
+	if (*fenced && !state.fenced)
+		*fenced = mark_fenced(&state);
 	return dlock_token_history(timeline, state.epoch);
 }
 
@@ -369,7 +371,7 @@ dlock_grant_prepare(DlockGrantCommit *commit)
 {
 	commit->fenced = dlock_grants_fenced();
 	commit->writes_only = dlock_lease_writes_only();
-	commit->history = grant_history(commit->fenced);
+	commit->history = grant_history(&commit->fenced);
 }
 
 /*
