@@ -3,7 +3,7 @@
  *
  * A statement is atomic because PostgreSQL runs it on one row under that
  * row's lock; what it decides it decides on the row as it is when it gets
- * the row lock, on clock_timestamp() at that moment (spi_plans.c). Every
+ * the row lock, on clock_timestamp() at that moment (sql_executor.c). Every
  * UPDATE of a row waits while a holds() pin (FOR SHARE) is on it: the
  * guards "pins[n] == 0" below. A refused attempt changes nothing and is not
  * modelled. Variables _i, _j, ng, nc belong to the calling proctype.
