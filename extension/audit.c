@@ -35,9 +35,9 @@ static DlockStatement audit_stmt = {
 };
 
 /*
- * Append an audit record; caller has an SPI connection. The role recorded
- * is the caller's (SET ROLE included), not the extension owner that
- * SECURITY DEFINER runs the statement as.
+ * Append an audit record; caller is connected (dlock_sql_connect). The
+ * role recorded is the caller's (SET ROLE included), not the extension
+ * owner that the executor runs the statement as.
  */
 void
 dlock_audit(const char *event, text *lock_name, Datum fencing_token,
