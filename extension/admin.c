@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type_d.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -23,7 +24,8 @@
 #include "args.h"
 #include "stats.h"
 #include "catalog.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
+#include "wait.h"
 #include "report.h"
 #include "lease_policy.h"
 
@@ -32,6 +34,88 @@ PG_FUNCTION_INFO_V1(dlock_reap);
 PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
 PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
 PG_FUNCTION_INFO_V1(dlock_stats_reset);
+
+/*
+ * dlock.force_release's statement for the exclusive lease; live is the
+ * condition on the lock row l that the lease is live. Its columns are
+ * those of every force release (ENDED_COL_*).
+ */
+#define FORCE_RELEASE_SQL(live) \
+	"UPDATE dlock.distributed_lock l SET" \
+	" owner_token = NULL," \
+	" lease_until = pg_catalog.clock_timestamp()," \
+	" updated_at = pg_catalog.clock_timestamp()" \
+	" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL" \
+	"   AND " live \
+	" RETURNING l.fencing_seq, l.holder, l.acquired_at, 'e'::\"char\""
+
+/* the lease functions' own decision on a lock row l (lease_policy.c), from 1.2 on */
+#define POLICY_STATE_SQL \
+	"dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until," \
+	" l.session_id, l.hold_limit, l.min_hold_until, l.lock_delay, l.not_before)"
+
+/* before 1.2: no lease policies */
+static DlockStatement force_release_stmt = {
+	.sql = FORCE_RELEASE_SQL("l.lease_until > pg_catalog.clock_timestamp()"),
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/*
+ * from 1.2 on: only a lease the lease functions call live (not one whose
+ * session already ended)
+ */
+static DlockStatement force_release_live_stmt = {
+	.sql = FORCE_RELEASE_SQL("(" POLICY_STATE_SQL ").live"),
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/* a name's shared leases or permits, all of them */
+static DlockStatement holders_force_release_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET owner_token = NULL,"
+	"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()"
+	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
+	"   AND h.lease_until > pg_catalog.clock_timestamp()"
+	" RETURNING h.fencing_seq, h.holder, h.acquired_at, h.kind",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/* The columns of the leases a force release ended */
+#define ENDED_COL_TOKEN 1
+#define ENDED_COL_HOLDER 2
+#define ENDED_COL_ACQUIRED_AT 3
+#define ENDED_COL_KIND 4
+
+/*
+ * Wake the waiters of lock_name and report the end of each of the "count"
+ * leases the force release just run ended.
+ */
+static void
+report_forced(text *lock_name, const char *reason, int count)
+{
+	dlock_wake_waiters(lock_name);
+	for (int i = 0; i < count; i++)
+	{
+		DlockEndedLease lease;
+		bool		holder_isnull;
+		bool		acquired_isnull;
+		bool		kind_isnull;
+		Datum		token = dlock_sql_value(i, ENDED_COL_TOKEN, &lease.token_isnull);
+		Datum		holder = dlock_sql_value(i, ENDED_COL_HOLDER, &holder_isnull);
+		Datum		acquired_at = dlock_sql_value(i, ENDED_COL_ACQUIRED_AT, &acquired_isnull);
+		Datum		kind = dlock_sql_value(i, ENDED_COL_KIND, &kind_isnull);
+
+		lease.token = lease.token_isnull ? 0 : DatumGetInt64(token);
+		lease.holder = holder_isnull ? NULL : DatumGetTextPP(holder);
+		lease.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at);
+		lease.kind = dlock_lease_kind_of(kind_isnull ? 'e' : DatumGetChar(kind));
+		dlock_report_end(lock_name, "force_release", STAT_FORCE_RELEASES,
+						 DLOCK_AUDIT_FORCE, reason, &lease);
+	}
+}
 
 /*
  * dlock.force_release(lock_name, reason) returns boolean
@@ -47,30 +131,105 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	text	   *lock_name = dlock_arg_name(fcinfo, 0, "lock_name");
 	char	   *reason = dlock_arg_reason(fcinfo, 1);
 	Datum		values[1] = {PointerGetDatum(lock_name)};
+	int			count;
 	bool		ended;
 
-	SPI_connect();
-	ended = dlock_execute(dlock_policy_present() ? PLAN_FORCE_RELEASE_LIVE : PLAN_FORCE_RELEASE,
-						  values, NULL, 1) > 0;
+	dlock_sql_connect();
+	count = dlock_execute(dlock_policy_present() ? &force_release_live_stmt :
+						  &force_release_stmt, values, NULL, 1);
+	ended = count > 0;
 	if (ended)
 	{
-		dlock_report_ended_rows(lock_name, "force_release", STAT_FORCE_RELEASES,
-						  DLOCK_AUDIT_FORCE, reason);
+		report_forced(lock_name, reason, count);
 		/* the lease was forced away, not released: its lock delay applies */
 		dlock_policy_forced(lock_name);
 	}
 	else if (OidIsValid(dlock_catalog()->holder_table) &&
-			 dlock_execute(PLAN_HOLDERS_FORCE_RELEASE, values, NULL, 0) > 0)
+			 (count = dlock_execute(&holders_force_release_stmt, values, NULL, 0)) > 0)
 	{
 		/* no lease policy applies to shared leases and permits */
-		dlock_report_ended_rows(lock_name, "force_release", STAT_FORCE_RELEASES,
-						  DLOCK_AUDIT_FORCE, reason);
+		report_forced(lock_name, reason, count);
 		ended = true;
 	}
-	SPI_finish();
+	dlock_sql_finish();
 
 	PG_RETURN_BOOL(ended);
 }
+
+/*
+ * dlock.reap's statement; only_available is a condition on the lock row l
+ * that a row must also meet to be reaped. The caller holds the floor lock
+ * exclusively (dlock_floor_lock_exclusive), so no new name is being created
+ * from the old floor meanwhile. Rows locked by an acquire are skipped, not
+ * waited for.
+ */
+#define REAP_SQL(only_available) \
+	"WITH victims AS (" \
+	"  SELECT l.lock_name FROM dlock.distributed_lock l" \
+	"  WHERE (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())" \
+	"    AND COALESCE(l.lease_until, l.updated_at)" \
+	"        < pg_catalog.clock_timestamp() - $1" \
+	only_available \
+	"  LIMIT $2 FOR UPDATE SKIP LOCKED" \
+	"), gone AS (" \
+	"  DELETE FROM dlock.distributed_lock l USING victims v" \
+	"  WHERE l.lock_name = v.lock_name" \
+	"  RETURNING l.fencing_seq" \
+	"), raised AS (" \
+	"  INSERT INTO dlock.token_floor (reaped_max, reaped_at)" \
+	"  SELECT pg_catalog.max(g.fencing_seq), pg_catalog.clock_timestamp() FROM gone g" \
+	"  HAVING pg_catalog.count(*) > 0" \
+	"  RETURNING 1" \
+	") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone"
+#define REAP_COL_REAPED 1
+
+/* before 1.2: no lease policies */
+static DlockStatement reap_stmt = {
+	.sql = REAP_SQL(""),
+	.nargs = 2,
+	.argtypes = {INTERVALOID, INT4OID},
+};
+
+/*
+ * from 1.2 on: a name not yet available to a new owner (a release inside
+ * its min_hold, a lock delay still running) is not idle, whatever idle_for
+ * says; deleting its row would make the name free.
+ */
+static DlockStatement reap_available_stmt = {
+	.sql = REAP_SQL("    AND (" POLICY_STATE_SQL ").available_at IS NULL"),
+	.nargs = 2,
+	.argtypes = {INTERVALOID, INT4OID},
+};
+
+/* keep only the highest floor row */
+static DlockStatement floor_compact_stmt = {
+	.sql =
+	"WITH old AS (DELETE FROM dlock.token_floor RETURNING reaped_max, reaped_at)"
+	" INSERT INTO dlock.token_floor"
+	" SELECT pg_catalog.max(reaped_max), pg_catalog.max(reaped_at) FROM old"
+	" HAVING pg_catalog.count(*) > 0",
+};
+
+/*
+ * Holder slots idle for longer than $1, at most $2. The name's counter
+ * stays, so a slot made again later takes a new block of tokens above
+ * every token the deleted slots issued.
+ */
+static DlockStatement reap_holder_slots_stmt = {
+	.sql =
+	"WITH victims AS ("
+	"  SELECT h.lock_name, h.slot FROM dlock.lock_holder h"
+	"   WHERE (h.owner_token IS NULL OR h.lease_until <= pg_catalog.clock_timestamp())"
+	"     AND COALESCE(h.lease_until, h.updated_at) < pg_catalog.clock_timestamp() - $1"
+	"   LIMIT $2 FOR UPDATE SKIP LOCKED"
+	"), gone AS ("
+	"  DELETE FROM dlock.lock_holder h USING victims v"
+	"   WHERE h.lock_name = v.lock_name AND h.slot = v.slot RETURNING 1"
+	") SELECT pg_catalog.count(*)::int8 FROM gone",
+	.nargs = 2,
+	.argtypes = {INTERVALOID, INT4OID},
+};
+#define REAP_HOLDER_SLOTS_COL_REAPED 1
 
 /*
  * dlock.reap(idle_for, max_rows) returns bigint
@@ -103,7 +262,7 @@ dlock_reap(PG_FUNCTION_ARGS)
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = PG_GETARG_DATUM(1);
 
-	SPI_connect();
+	dlock_sql_connect();
 
 	/*
 	 * While a new name is being created (its transaction holds the floor
@@ -111,35 +270,52 @@ dlock_reap(PG_FUNCTION_ARGS)
 	 */
 	if (!dlock_floor_lock_exclusive())
 	{
-		SPI_finish();
+		dlock_sql_finish();
 		ereport(NOTICE,
 				(errmsg("lock rows were not reaped because new lock names are being created"),
 				 errhint("Call dlock.reap again later.")));
 		PG_RETURN_INT64(0);
 	}
-	if (dlock_execute(dlock_policy_present() ? PLAN_REAP_AVAILABLE : PLAN_REAP,
+	if (dlock_execute(dlock_policy_present() ? &reap_available_stmt : &reap_stmt,
 					  values, NULL, 1) != 1)
 		elog(ERROR, "pg_dlock: reap returned no row");
-	reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
+	reaped = DatumGetInt64(dlock_sql_value(0, REAP_COL_REAPED, &isnull));
 	if (reaped > 0)
-		(void) dlock_execute(PLAN_FLOOR_COMPACT, NULL, NULL, 0);
+		(void) dlock_execute(&floor_compact_stmt, NULL, NULL, 0);
 	if (OidIsValid(dlock_catalog()->holder_table) &&
-		dlock_execute(PLAN_REAP_HOLDER_SLOTS, values, NULL, 1) == 1)
-		reaped += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+		dlock_execute(&reap_holder_slots_stmt, values, NULL, 1) == 1)
+		reaped += DatumGetInt64(dlock_sql_value(0, REAP_HOLDER_SLOTS_COL_REAPED, &isnull));
+	dlock_sql_finish();
 
 	PG_RETURN_INT64(reaped);
 }
 
+/* The purges: rows older than $1 go; they return how many went */
+static DlockStatement purge_fence_stmt = {
+	.sql =
+	"WITH gone AS (DELETE FROM dlock.resource_fence f"
+	"  WHERE f.updated_at < pg_catalog.clock_timestamp() - $1 RETURNING 1)"
+	" SELECT pg_catalog.count(*)::int8 FROM gone",
+	.nargs = 1,
+	.argtypes = {INTERVALOID},
+};
+
+static DlockStatement purge_audit_stmt = {
+	.sql =
+	"WITH gone AS (DELETE FROM dlock.audit_log a"
+	"  WHERE a.logged_at < pg_catalog.clock_timestamp() - $1 RETURNING 1)"
+	" SELECT pg_catalog.count(*)::int8 FROM gone",
+	.nargs = 1,
+	.argtypes = {INTERVALOID},
+};
+#define PURGE_COL_PURGED 1
+
 /*
- * Run purge statement "plan", which deletes rows older than the interval in
- * argument 0 ("older_than") and returns how many went; shared by the purge
- * functions.
+ * Run purge statement stmt with the interval in argument 0 ("older_than")
+ * and return how many rows went; shared by the purge functions.
  */
 static int64
-purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
+purge_older_than(FunctionCallInfo fcinfo, DlockStatement *stmt)
 {
 	Datum		values[1];
 	int64		purged;
@@ -152,11 +328,11 @@ purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
 				 errmsg("older_than must not be negative")));
 	values[0] = PG_GETARG_DATUM(0);
 
-	SPI_connect();
-	(void) dlock_execute(plan, values, NULL, 1);
-	purged = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	dlock_sql_connect();
+	if (dlock_execute(stmt, values, NULL, 1) != 1)
+		elog(ERROR, "pg_dlock: purge returned no row");
+	purged = DatumGetInt64(dlock_sql_value(0, PURGE_COL_PURGED, &isnull));
+	dlock_sql_finish();
 	return purged;
 }
 
@@ -171,7 +347,7 @@ purge_older_than(FunctionCallInfo fcinfo, DlockPlanId plan)
 Datum
 dlock_purge_resource_fence(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(purge_older_than(fcinfo, PLAN_PURGE_FENCE));
+	PG_RETURN_INT64(purge_older_than(fcinfo, &purge_fence_stmt));
 }
 
 /*
@@ -180,7 +356,7 @@ dlock_purge_resource_fence(PG_FUNCTION_ARGS)
 Datum
 dlock_purge_audit_log(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(purge_older_than(fcinfo, PLAN_PURGE_AUDIT));
+	PG_RETURN_INT64(purge_older_than(fcinfo, &purge_audit_stmt));
 }
 
 /*

@@ -22,13 +22,22 @@
 #include "utils/timestamp.h"
 
 #include "dlock.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "audit.h"
 
+/* The record; $5, the role, is the caller's */
+static DlockStatement audit_stmt = {
+	.sql =
+	"INSERT INTO dlock.audit_log (event, lock_name, fencing_token, holder, role_name, reason)"
+	" VALUES ($1, $2, $3, $4, $5, $6)",
+	.nargs = 6,
+	.argtypes = {TEXTOID, TEXTOID, INT8OID, TEXTOID, NAMEOID, TEXTOID},
+};
+
 /*
- * Append an audit record; caller has an SPI connection. The role recorded
- * is the caller's (SET ROLE included), not the extension owner that
- * SECURITY DEFINER runs the statement as.
+ * Append an audit record; caller is connected (dlock_sql_connect). The
+ * role recorded is the caller's (SET ROLE included), not the extension
+ * owner that the executor runs the statement as.
  */
 void
 dlock_audit(const char *event, text *lock_name, Datum fencing_token,
@@ -51,6 +60,6 @@ dlock_audit(const char *event, text *lock_name, Datum fencing_token,
 	values[5] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
 	if (reason == NULL)
 		nulls[5] = 'n';
-	(void) dlock_execute(PLAN_AUDIT, values, nulls, 0);
+	(void) dlock_execute(&audit_stmt, values, nulls, 0);
 }
 

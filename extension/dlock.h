@@ -15,7 +15,6 @@
 
 #include "access/xact.h"
 #include "datatype/timestamp.h"
-#include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/lockoptions.h"
 #include "portability/instr_time.h"

@@ -43,6 +43,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_type_d.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -64,7 +65,7 @@
 
 #include "dlock.h"
 #include "schema.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "events.h"
 #include "report.h"
 #include "expiry_worker.h"
@@ -146,46 +147,144 @@ dlock_expiry_worker_schedule(TimestampTz lease_until)
 }
 
 /*
+ * Expired exclusive leases not reported yet, at most $1, recorded as
+ * reported; leases whose row another transaction has locked (an acquire
+ * taking them over) are skipped: that transaction reports a takeover, or
+ * the next run the expiry. expiry_reported exists from 1.1 on.
+ */
+static DlockStatement expiry_report_stmt = {
+	.sql =
+	"WITH expired AS ("
+	"  SELECT l.lock_name, l.fencing_seq, l.holder, l.lease_until, l.acquired_at"
+	"    FROM dlock.distributed_lock l"
+	"    LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+	"   WHERE l.owner_token IS NOT NULL"
+	"     AND l.lease_until <= pg_catalog.clock_timestamp()"
+	"     AND r.fencing_token IS DISTINCT FROM l.fencing_seq"
+	"   ORDER BY l.lease_until LIMIT $1"
+	"   FOR SHARE OF l SKIP LOCKED"
+	"), recorded AS ("
+	"  INSERT INTO dlock.expiry_reported AS r (lock_name, fencing_token)"
+	"  SELECT e.lock_name, e.fencing_seq FROM expired e"
+	"  ON CONFLICT (lock_name) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
+	") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until, e.acquired_at"
+	"    FROM expired e ORDER BY e.lease_until",
+	.nargs = 1,
+	.argtypes = {INT4OID},
+};
+
+/*
+ * The same on holder slots (1.4 on): expired shared leases and permits,
+ * with the slot's kind as a sixth column.
+ */
+static DlockStatement holder_expiry_report_stmt = {
+	.sql =
+	"WITH expired AS ("
+	"  SELECT h.lock_name, h.slot, h.fencing_seq, h.holder, h.lease_until,"
+	"         h.acquired_at, h.kind"
+	"    FROM dlock.lock_holder h"
+	"    LEFT JOIN dlock.holder_expiry_reported r"
+	"      ON r.lock_name = h.lock_name AND r.slot = h.slot"
+	"   WHERE h.owner_token IS NOT NULL"
+	"     AND h.lease_until <= pg_catalog.clock_timestamp()"
+	"     AND r.fencing_token IS DISTINCT FROM h.fencing_seq"
+	"   ORDER BY h.lease_until LIMIT $1"
+	"   FOR SHARE OF h SKIP LOCKED"
+	"), recorded AS ("
+	"  INSERT INTO dlock.holder_expiry_reported AS r (lock_name, slot, fencing_token)"
+	"  SELECT e.lock_name, e.slot, e.fencing_seq FROM expired e"
+	"  ON CONFLICT (lock_name, slot) DO UPDATE SET fencing_token = EXCLUDED.fencing_token"
+	") SELECT e.lock_name, e.fencing_seq, e.holder, e.lease_until, e.acquired_at, e.kind"
+	"    FROM expired e ORDER BY e.lease_until",
+	.nargs = 1,
+	.argtypes = {INT4OID},
+};
+
+/* The columns of both */
+#define EXPIRED_COL_LOCK_NAME 1
+#define EXPIRED_COL_TOKEN 2
+#define EXPIRED_COL_HOLDER 3
+#define EXPIRED_COL_LEASE_UNTIL 4
+#define EXPIRED_COL_ACQUIRED_AT 5
+#define EXPIRED_COL_KIND 6		/* holder slots only */
+
+/* reported expiries whose lease has been taken or released since */
+static DlockStatement expiry_forget_stmt = {
+	.sql =
+	"DELETE FROM dlock.expiry_reported r WHERE NOT EXISTS"
+	" (SELECT 1 FROM dlock.distributed_lock l"
+	"   WHERE l.lock_name = r.lock_name"
+	"     AND l.fencing_seq = r.fencing_token"
+	"     AND l.owner_token IS NOT NULL)",
+};
+
+/* reported expiries whose slot has been granted or released since */
+static DlockStatement holder_expiry_forget_stmt = {
+	.sql =
+	"DELETE FROM dlock.holder_expiry_reported r WHERE NOT EXISTS"
+	" (SELECT 1 FROM dlock.lock_holder h"
+	"   WHERE h.lock_name = r.lock_name AND h.slot = r.slot"
+	"     AND h.fencing_seq = r.fencing_token"
+	"     AND h.owner_token IS NOT NULL)",
+};
+
+/*
  * Report up to EXPIRY_BATCH expired leases not reported yet, by statement
- * "plan": exclusive leases (PLAN_EXPIRY_REPORT) or shared leases and
- * permits (PLAN_HOLDER_EXPIRY_REPORT, whose sixth column is the slot's
- * kind); true when the batch was full. Leases whose row another
- * transaction has locked (an acquire taking them over, typically) are
- * skipped: that transaction will report a takeover, or the next run the
- * expiry.
+ * stmt: exclusive leases (expiry_report_stmt) or, with slots, shared
+ * leases and permits (holder_expiry_report_stmt); true when the batch was
+ * full.
  */
 static bool
-report_expiries(DlockPlanId plan)
+report_expiries(DlockStatement *stmt, bool slots)
 {
 	Datum		values[1] = {Int32GetDatum(EXPIRY_BATCH)};
 	uint64		n;
 
-	n = dlock_execute(plan, values, NULL, 0);
+	n = dlock_execute(stmt, values, NULL, 0);
 
 	for (uint64 i = 0; i < n; i++)
 	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		bool		holder_isnull;
 		bool		acquired_isnull;
-		text	   *lock_name = DatumGetTextPP(SPI_getbinval(row, desc, 1, &isnull));
-		Datum		holder = SPI_getbinval(row, desc, 3, &holder_isnull);
-		TimestampTz lease_until = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
-		Datum		acquired_at = SPI_getbinval(row, desc, 5, &acquired_isnull);
+		text	   *lock_name = DatumGetTextPP(dlock_sql_value(i, EXPIRED_COL_LOCK_NAME, &isnull));
+		Datum		holder = dlock_sql_value(i, EXPIRED_COL_HOLDER, &holder_isnull);
+		TimestampTz lease_until = DatumGetTimestampTz(dlock_sql_value(i, EXPIRED_COL_LEASE_UNTIL, &isnull));
+		Datum		acquired_at = dlock_sql_value(i, EXPIRED_COL_ACQUIRED_AT, &acquired_isnull);
 		DlockEndedLease lease = {
-			.token = DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull)),
+			.token = DatumGetInt64(dlock_sql_value(i, EXPIRED_COL_TOKEN, &isnull)),
 			.holder = holder_isnull ? NULL : DatumGetTextPP(holder),
 			.kind = LEASE_EXCLUSIVE,
 			.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at),
 		};
 
-		if (desc->natts >= 6)
-			lease.kind = dlock_lease_kind_of(DatumGetChar(SPI_getbinval(row, desc, 6, &isnull)));
+		if (slots)
+			lease.kind = dlock_lease_kind_of(DatumGetChar(dlock_sql_value(i, EXPIRED_COL_KIND, &isnull)));
 		dlock_report_expiry(lock_name, &lease, lease_until);
 	}
 	return n == EXPIRY_BATCH;
 }
+
+/* the earliest lease_until still to report, of a lease and of a slot */
+static DlockStatement expiry_next_stmt = {
+	.sql =
+	"SELECT pg_catalog.min(l.lease_until)"
+	"  FROM dlock.distributed_lock l"
+	"  LEFT JOIN dlock.expiry_reported r ON r.lock_name = l.lock_name"
+	" WHERE l.owner_token IS NOT NULL"
+	"   AND r.fencing_token IS DISTINCT FROM l.fencing_seq",
+};
+
+static DlockStatement holder_expiry_next_stmt = {
+	.sql =
+	"SELECT pg_catalog.min(h.lease_until)"
+	"  FROM dlock.lock_holder h"
+	"  LEFT JOIN dlock.holder_expiry_reported r"
+	"    ON r.lock_name = h.lock_name AND r.slot = h.slot"
+	" WHERE h.owner_token IS NOT NULL"
+	"   AND r.fencing_token IS DISTINCT FROM h.fencing_seq",
+};
+#define EXPIRY_NEXT_COL_UNTIL 1
 
 /*
  * The earliest lease_until still to report, NO_EXPIRY if none; one that
@@ -202,8 +301,9 @@ next_expiry_to_report(bool holders)
 		bool		isnull;
 		Datum		until;
 
-		(void) dlock_execute(i == 0 ? PLAN_EXPIRY_NEXT : PLAN_HOLDER_EXPIRY_NEXT, NULL, NULL, 0);
-		until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		(void) dlock_execute(i == 0 ? &expiry_next_stmt : &holder_expiry_next_stmt,
+							 NULL, NULL, 0);
+		until = dlock_sql_value(0, EXPIRY_NEXT_COL_UNTIL, &isnull);
 		if (!isnull)
 			earliest = Min(earliest, DatumGetTimestampTz(until));
 	}
@@ -216,7 +316,7 @@ next_expiry_to_report(bool holders)
 
 /*
  * True when this database has pg_dlock with the expiry_reported table
- * (version 1.1 or later). Caller is in a transaction with SPI.
+ * (version 1.1 or later). Caller is in a run's transaction.
  */
 static bool
 extension_ready(void)
@@ -241,7 +341,7 @@ begin_run_transaction(const char *activity)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
+	dlock_sql_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);
 }
@@ -249,11 +349,25 @@ begin_run_transaction(const char *activity)
 static void
 end_run_transaction(void)
 {
-	SPI_finish();
+	dlock_sql_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
+
+/* the maintenance, through the SQL functions */
+static DlockStatement worker_reap_stmt = {
+	.sql = "SELECT dlock.reap($1)",
+	.nargs = 1,
+	.argtypes = {INTERVALOID},
+};
+#define WORKER_REAP_COL_REAPED 1
+
+static DlockStatement worker_purge_audit_stmt = {
+	.sql = "SELECT dlock.purge_audit_log($1)",
+	.nargs = 1,
+	.argtypes = {INTERVALOID},
+};
 
 /*
  * dlock.reap until it finds nothing more, and dlock.purge_audit_log, each
@@ -272,8 +386,8 @@ run_maintenance(void)
 		int64		reaped;
 
 		begin_run_transaction("pg_dlock expiry worker: dlock.reap");
-		(void) dlock_execute(PLAN_WORKER_REAP, values, NULL, 0);
-		reaped = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		(void) dlock_execute(&worker_reap_stmt, values, NULL, 0);
+		reaped = DatumGetInt64(dlock_sql_value(0, WORKER_REAP_COL_REAPED, &isnull));
 		end_run_transaction();
 		if (reaped == 0)
 			break;
@@ -283,7 +397,7 @@ run_maintenance(void)
 	{
 		((Interval *) DatumGetPointer(values[0]))->time = (int64) audit_retention_secs * USECS_PER_SEC;
 		begin_run_transaction("pg_dlock expiry worker: dlock.purge_audit_log");
-		(void) dlock_execute(PLAN_WORKER_PURGE_AUDIT, values, NULL, 0);
+		(void) dlock_execute(&worker_purge_audit_stmt, values, NULL, 0);
 		end_run_transaction();
 	}
 }
@@ -332,12 +446,12 @@ dlock_expiry_run_main(Datum main_arg)
 		{
 			bool		holders = holder_expiries_ready();
 
-			more = report_expiries(PLAN_EXPIRY_REPORT);
-			(void) dlock_execute(PLAN_EXPIRY_FORGET, NULL, NULL, 0);
+			more = report_expiries(&expiry_report_stmt, false);
+			(void) dlock_execute(&expiry_forget_stmt, NULL, NULL, 0);
 			if (holders)
 			{
-				more |= report_expiries(PLAN_HOLDER_EXPIRY_REPORT);
-				(void) dlock_execute(PLAN_HOLDER_EXPIRY_FORGET, NULL, NULL, 0);
+				more |= report_expiries(&holder_expiry_report_stmt, true);
+				(void) dlock_execute(&holder_expiry_forget_stmt, NULL, NULL, 0);
 			}
 			next = next_expiry_to_report(holders);
 		}

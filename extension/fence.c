@@ -22,6 +22,7 @@
 #include "fmgr.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
+#include "parser/parse_relation.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -29,11 +30,35 @@
 #include "dlock.h"
 #include "args.h"
 #include "stats.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "holds.h"
 
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_enforce_fencing);
+
+/*
+ * The fence of a resource moves up to $2, or stays where it is and returns
+ * no row when it is higher already.
+ */
+static DlockStatement fence_stmt = {
+	.sql =
+	"INSERT INTO dlock.resource_fence AS f (resource, fencing_token, updated_at)"
+	" VALUES ($1, $2, pg_catalog.clock_timestamp())"
+	" ON CONFLICT (resource) DO UPDATE"
+	"   SET fencing_token = EXCLUDED.fencing_token, updated_at = EXCLUDED.updated_at"
+	"   WHERE f.fencing_token <= EXCLUDED.fencing_token"
+	" RETURNING f.fencing_token",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT8OID},
+};
+
+/* the highest token resource $1 has accepted, for the error */
+static DlockStatement fence_current_stmt = {
+	.sql = "SELECT f.fencing_token FROM dlock.resource_fence f WHERE f.resource = $1",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+#define FENCE_CURRENT_COL_TOKEN 1
 
 /*
  * dlock.fence(resource, fencing_token) returns void
@@ -56,18 +81,17 @@ dlock_fence(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(token);
 
-	SPI_connect();
-	stale = dlock_execute(PLAN_FENCE, values, NULL, 1) == 0;
+	dlock_sql_connect();
+	stale = dlock_execute(&fence_stmt, values, NULL, 1) == 0;
 	if (stale)
 	{
 		bool		isnull;
 
-		if (dlock_execute(PLAN_FENCE_CURRENT, values, NULL, 1) > 0)
-			accepted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
+		if (dlock_execute(&fence_current_stmt, values, NULL, 1) > 0)
+			accepted = DatumGetInt64(dlock_sql_value(0, FENCE_CURRENT_COL_TOKEN, &isnull));
 		dlock_count(STAT_FENCE_REJECTIONS, 1);
 	}
-	SPI_finish();
+	dlock_sql_finish();
 
 	if (stale)
 		ereport(ERROR,
@@ -136,7 +160,7 @@ row_token(Relation rel, HeapTuple tuple, int attnum, const char *column)
 static int
 trigger_column(Relation rel, const char *column, Oid type, const char *what)
 {
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), column);
+	int			attnum = attnameAttNum(rel, column, false);
 
 	if (attnum <= 0)
 		ereport(ERROR,

@@ -61,8 +61,10 @@
  * for the name (wait.c) ahead of the caller, so a stream of readers cannot
  * starve a waiting writer; waiters of every kind share one FIFO queue.
  *
- * These are the rare kinds: they reach their rows through SPI with kept
- * plans (spi_plans.c), as the extension owner. Only the check an exclusive
+ * These are the rare kinds: they reach their rows through the executor
+ * (sql_executor.c), as the extension owner, by the statements defined
+ * beside the code below; their $n timestamptz parameters are the caller's
+ * one clock reading. Only the check an exclusive
  * grant makes is on the exclusive hot path.
  *
  * IDENTIFICATION
@@ -77,6 +79,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_type_d.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
@@ -94,7 +97,7 @@
 #include "token.h"
 #include "catalog.h"
 #include "lock_row.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "durability.h"
 #include "token_epoch.h"
 #include "wait.h"
@@ -278,11 +281,32 @@ probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
 													   desc, &isnull));
 }
 
-static Datum
-spi_value(int row, int col, bool *isnull)
-{
-	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
-}
+/*
+ * An exclusive grant's expired holders: waits for their pins (holds), then
+ * frees their slots; the clock is read in the WHERE clause, so a slot
+ * waited for is judged again as it is when its lock is granted.
+ */
+static DlockStatement holders_clear_expired_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
+	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
+	"   AND h.lease_until <= pg_catalog.clock_timestamp()",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
+/* the same without waiting: pinned slots are left as they are */
+static DlockStatement holders_clear_expired_unpinned_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
+	"  FROM (SELECT e.slot FROM dlock.lock_holder e"
+	"         WHERE e.lock_name = $1 AND e.owner_token IS NOT NULL"
+	"           AND e.lease_until <= pg_catalog.clock_timestamp()"
+	"           FOR UPDATE SKIP LOCKED) x"
+	" WHERE h.lock_name = $1 AND h.slot = x.slot",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
 
 /*
  * Called by an exclusive grant (lease.c) before it locks the name's row:
@@ -357,11 +381,10 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 		Datum		values[1] = {PointerGetDatum(lock_name)};
 		int			freed;
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_dlock: SPI_connect failed");
-		freed = dlock_execute(deadline == 0 ? PLAN_HOLDERS_CLEAR_EXPIRED :
-							  PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED, values, NULL, 0);
-		SPI_finish();
+		dlock_sql_connect();
+		freed = dlock_execute(deadline == 0 ? &holders_clear_expired_stmt :
+							  &holders_clear_expired_unpinned_stmt, values, NULL, 0);
+		dlock_sql_finish();
 		if (freed < probe.nexpired && deadline != 0)
 		{
 			*busy_until = dlock_time_plus(GetCurrentTimestamp(), PINNED_SLOT_POLL_USECS);
@@ -384,9 +407,39 @@ dlock_holders_attempt_done(bool acquired)
 	exclusive_kind_lock_taken = false;
 }
 
+/* this owner's slot of the name, locked for a renewal or release */
+static DlockStatement holder_own_lock_stmt = {
+	.sql =
+	"SELECT h.slot, h.lease_until FROM dlock.lock_holder h"
+	" WHERE h.lock_name = $1 AND h.owner_token = $2"
+	" ORDER BY h.lease_until DESC"
+	"   FOR NO KEY UPDATE",
+	.nargs = 2,
+	.argtypes = {TEXTOID, UUIDOID},
+};
+#define OWN_COL_SLOT		1
+#define OWN_COL_UNTIL		2
+
+/* renew ($4 true) or release the holder lease of slot $2, locked and decided on */
+static DlockStatement holder_change_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h"
+	"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
+	"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
+	" WHERE h.lock_name = $1 AND h.slot = $2"
+	" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot, h.acquired_at",
+	.nargs = 5,
+	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID},
+};
+#define CHANGED_COL_TOKEN		1
+#define CHANGED_COL_HOLDER		2
+#define CHANGED_COL_UNTIL		3
+#define CHANGED_COL_KIND		4
+#define CHANGED_COL_ACQUIRED_AT	6
+
 /*
  * Renew (ttl_usecs > 0) or release (0) this owner's live shared lease or
- * permit of lock_name inside the caller's SPI connection; false when it
+ * permit of lock_name inside the caller's connection; false when it
  * holds none. *lease_until and *token receive the lease's new expiry and
  * its fencing token.
  */
@@ -408,22 +461,22 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	 */
 	values[0] = PointerGetDatum(lock_name);
 	values[1] = UUIDPGetDatum(owner);
-	if (dlock_execute(PLAN_HOLDER_OWN_LOCK, values, NULL, 1) == 0)
+	if (dlock_execute(&holder_own_lock_stmt, values, NULL, 1) == 0)
 		return false;
-	slot = DatumGetInt32(spi_value(0, 1, &isnull));
+	slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
 	now = GetCurrentTimestamp();
-	if (DatumGetTimestampTz(spi_value(0, 2, &isnull)) <= now)
+	if (DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull)) <= now)
 		return false;
 
 	values[1] = Int32GetDatum(slot);
 	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_time_plus(now, ttl_usecs) : now);
 	values[3] = BoolGetDatum(ttl_usecs > 0);
 	values[4] = TimestampTzGetDatum(now);
-	if (dlock_execute(PLAN_HOLDER_CHANGE, values, NULL, 0) != 1)
+	if (dlock_execute(&holder_change_stmt, values, NULL, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot, text_to_cstring(lock_name));
-	*token = DatumGetInt64(spi_value(0, 1, &isnull));
-	*lease_until = DatumGetTimestampTz(spi_value(0, 3, &isnull));
+	*token = DatumGetInt64(dlock_sql_value(0, CHANGED_COL_TOKEN, &isnull));
+	*lease_until = DatumGetTimestampTz(dlock_sql_value(0, CHANGED_COL_UNTIL, &isnull));
 	if (ttl_usecs > 0)
 	{
 		dlock_lease_written(writes_only, !dlock_grants_fenced());
@@ -431,12 +484,12 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	}
 	else
 	{
-		Datum		holder = spi_value(0, 2, &isnull);
+		Datum		holder = dlock_sql_value(0, CHANGED_COL_HOLDER, &isnull);
 		DlockEndedLease lease = {.token = *token, .holder = isnull ? NULL : DatumGetTextPP(holder)};
-		Datum		acquired_at = spi_value(0, 6, &isnull);
+		Datum		acquired_at = dlock_sql_value(0, CHANGED_COL_ACQUIRED_AT, &isnull);
 
 		lease.acquired_at = isnull ? 0 : DatumGetTimestampTz(acquired_at);
-		lease.kind = dlock_lease_kind_of(DatumGetChar(spi_value(0, 4, &isnull)));
+		lease.kind = dlock_lease_kind_of(DatumGetChar(dlock_sql_value(0, CHANGED_COL_KIND, &isnull)));
 		dlock_lease_written(writes_only, false);
 		dlock_wake_waiters(lock_name);
 		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &lease);
@@ -459,14 +512,24 @@ dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 
 	if (!OidIsValid(dlock_catalog()->holder_table))
 		return false;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 	changed = change_holder(lock_name, owner, ttl_usecs, &until, &token);
-	SPI_finish();
+	dlock_sql_finish();
 	if (changed && lease_until != NULL)
 		*lease_until = until;
 	return changed;
 }
+
+/* pins a live shared lease or permit with token $2 */
+static DlockStatement holder_pin_stmt = {
+	.sql =
+	"SELECT 1 FROM dlock.lock_holder h"
+	" WHERE h.lock_name = $1 AND h.fencing_seq = $2"
+	"   AND h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()"
+	"   FOR SHARE",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT8OID},
+};
 
 /*
  * dlock.holds() for a token of a shared lease or permit: true when it is a
@@ -484,10 +547,9 @@ dlock_holder_holds(text *lock_name, int64 token)
 		return false;
 	values[0] = PointerGetDatum(lock_name);
 	values[1] = Int64GetDatum(token);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
-	held = dlock_execute(PLAN_HOLDER_PIN, values, NULL, 1) > 0;
-	SPI_finish();
+	dlock_sql_connect();
+	held = dlock_execute(&holder_pin_stmt, values, NULL, 1) > 0;
+	dlock_sql_finish();
 	return held;
 }
 
@@ -501,16 +563,45 @@ typedef struct HolderSlot
 	int64		grant_system;
 } HolderSlot;
 
+/* a free or expired slot, unless another transaction has it (a grant, a pin) */
+static DlockStatement holder_lock_stmt = {
+	.sql =
+	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system"
+	"  FROM dlock.lock_holder h"
+	" WHERE h.lock_name = $1 AND h.slot = $2"
+	"   AND (h.owner_token IS NULL OR h.lease_until <= $3)"
+	"   FOR UPDATE SKIP LOCKED",
+	.nargs = 3,
+	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID},
+};
+
+/* a new slot, unless another transaction made it meanwhile */
+static DlockStatement holder_insert_stmt = {
+	.sql =
+	"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
+	"                                  updated_at, grant_timeline, grant_system)"
+	" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
+	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system",
+	.nargs = 4,
+	.argtypes = {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID},
+};
+
+/* The columns of both */
+#define LOCKED_COL_SEQ		1
+#define LOCKED_COL_BLOCK_END 2
+#define LOCKED_COL_TIMELINE	3
+#define LOCKED_COL_SYSTEM	4
+
 static void
 read_slot(HolderSlot *slot, int32 number)
 {
 	bool		isnull;
 
 	slot->slot = number;
-	slot->fencing_seq = DatumGetInt64(spi_value(0, 1, &isnull));
-	slot->block_end = DatumGetInt64(spi_value(0, 2, &isnull));
-	slot->grant_timeline = DatumGetInt32(spi_value(0, 3, &isnull));
-	slot->grant_system = DatumGetInt64(spi_value(0, 4, &isnull));
+	slot->fencing_seq = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SEQ, &isnull));
+	slot->block_end = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_BLOCK_END, &isnull));
+	slot->grant_timeline = DatumGetInt32(dlock_sql_value(0, LOCKED_COL_TIMELINE, &isnull));
+	slot->grant_system = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SYSTEM, &isnull));
 }
 
 /*
@@ -530,19 +621,47 @@ lock_slot(const HolderArgs *args, int32 number, bool exists, TimestampTz now,
 	if (exists)
 	{
 		values[2] = TimestampTzGetDatum(now);
-		if (dlock_execute(PLAN_HOLDER_LOCK, values, NULL, 1) == 0)
+		if (dlock_execute(&holder_lock_stmt, values, NULL, 1) == 0)
 			return false;
 	}
 	else
 	{
 		values[2] = CharGetDatum(kind);
 		values[3] = TimestampTzGetDatum(now);
-		if (dlock_execute(PLAN_HOLDER_INSERT, values, NULL, 1) == 0)
+		if (dlock_execute(&holder_insert_stmt, values, NULL, 1) == 0)
 			return false;
 	}
 	read_slot(slot, number);
 	return true;
 }
+
+/* the name's counter of slot tokens, locked */
+static DlockStatement counter_lock_stmt = {
+	.sql =
+	"SELECT c.fencing_seq, c.grant_timeline, c.grant_system"
+	"  FROM dlock.holder_counter c WHERE c.lock_name = $1 FOR UPDATE",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+#define COUNTER_COL_SEQ		1
+#define COUNTER_COL_TIMELINE 2
+#define COUNTER_COL_SYSTEM	3
+
+static DlockStatement counter_insert_stmt = {
+	.sql =
+	"INSERT INTO dlock.holder_counter (lock_name, fencing_seq, grant_timeline, grant_system)"
+	" VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+	.nargs = 4,
+	.argtypes = {TEXTOID, INT8OID, INT4OID, INT8OID},
+};
+
+static DlockStatement counter_update_stmt = {
+	.sql =
+	"UPDATE dlock.holder_counter c SET fencing_seq = $2, grant_timeline = $3,"
+	"       grant_system = $4 WHERE c.lock_name = $1",
+	.nargs = 4,
+	.argtypes = {TEXTOID, INT8OID, INT4OID, INT8OID},
+};
 
 /*
  * Reserve a new block of tokens for a slot of the name from its counter:
@@ -561,16 +680,16 @@ reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_time
 	for (;;)
 	{
 		int64		start = dlock_first_token(dlock_token_floor(), timeline);
-		bool		have_counter = dlock_execute(PLAN_COUNTER_LOCK, values, NULL, 1) > 0;
+		bool		have_counter = dlock_execute(&counter_lock_stmt, values, NULL, 1) > 0;
 
 		if (name_exists)
 			start = Max(start, dlock_next_token(name_seq, name_timeline, name_system, timeline));
 		if (have_counter)
 		{
 			bool		isnull;
-			int64		seq = DatumGetInt64(spi_value(0, 1, &isnull));
-			int32		tl = DatumGetInt32(spi_value(0, 2, &isnull));
-			int64		sys = DatumGetInt64(spi_value(0, 3, &isnull));
+			int64		seq = DatumGetInt64(dlock_sql_value(0, COUNTER_COL_SEQ, &isnull));
+			int32		tl = DatumGetInt32(dlock_sql_value(0, COUNTER_COL_TIMELINE, &isnull));
+			int64		sys = DatumGetInt64(dlock_sql_value(0, COUNTER_COL_SYSTEM, &isnull));
 
 			start = Max(start, dlock_next_token(seq, tl, sys, timeline));
 		}
@@ -580,10 +699,10 @@ reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_time
 		values[3] = Int64GetDatum(system);
 		if (have_counter)
 		{
-			(void) dlock_execute(PLAN_COUNTER_UPDATE, values, NULL, 0);
+			(void) dlock_execute(&counter_update_stmt, values, NULL, 0);
 			return start;
 		}
-		if (dlock_execute(PLAN_COUNTER_INSERT, values, NULL, 0) > 0)
+		if (dlock_execute(&counter_insert_stmt, values, NULL, 0) > 0)
 			return start;
 		/* another transaction created the counter meanwhile: lock it */
 	}
@@ -660,7 +779,26 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
 				 errhint("Change the number of permits with dlock.resize_semaphore().")));
 }
 
-/* Columns of PLAN_NAME_AND_HOLDERS (spi_plans.c) */
+/*
+ * The name's last exclusive token and its generation (found is NULL
+ * without a row) and its holder slots, one row per slot, or one row with
+ * NULL slot columns when it has none; $2 is the clock reading that decides
+ * which slots are live.
+ */
+static DlockStatement name_and_holders_stmt = {
+	.sql =
+	"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system,"
+	"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
+	"       h.owner_token IS NOT NULL AND h.lease_until > $2"
+	"  FROM (SELECT 1) v"
+	"  LEFT JOIN LATERAL ("
+	"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system"
+	"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true"
+	"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1"
+	" ORDER BY h.slot",
+	.nargs = 2,
+	.argtypes = {TEXTOID, TIMESTAMPTZOID},
+};
 #define NAME_COL_FOUND		1
 #define NAME_COL_SEQ		2
 #define NAME_COL_TIMELINE	3
@@ -686,25 +824,25 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = TimestampTzGetDatum(now);
-	nrows = dlock_execute(PLAN_NAME_AND_HOLDERS, values, NULL, 0);
+	nrows = dlock_execute(&name_and_holders_stmt, values, NULL, 0);
 
 	memset(st, 0, sizeof(*st));
 	if (nrows > 0)
 	{
-		(void) spi_value(0, NAME_COL_FOUND, &isnull);
+		(void) dlock_sql_value(0, NAME_COL_FOUND, &isnull);
 		st->name_exists = !isnull;
 	}
 	/* the exclusive side was decided by name_admits_holders */
 	if (st->name_exists)
 	{
-		st->name_seq = DatumGetInt64(spi_value(0, NAME_COL_SEQ, &isnull));
-		st->name_timeline = DatumGetInt32(spi_value(0, NAME_COL_TIMELINE, &isnull));
-		st->name_system = DatumGetInt64(spi_value(0, NAME_COL_SYSTEM, &isnull));
+		st->name_seq = DatumGetInt64(dlock_sql_value(0, NAME_COL_SEQ, &isnull));
+		st->name_timeline = DatumGetInt32(dlock_sql_value(0, NAME_COL_TIMELINE, &isnull));
+		st->name_system = DatumGetInt64(dlock_sql_value(0, NAME_COL_SYSTEM, &isnull));
 	}
 	st->slots = palloc(sizeof(SlotState) * (nrows + 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		Datum		number = spi_value(i, SLOT_COL_NUMBER, &isnull);
+		Datum		number = dlock_sql_value(i, SLOT_COL_NUMBER, &isnull);
 		SlotState  *slot = &st->slots[st->nslots];
 		bool		permits_null;
 		Datum		permits;
@@ -713,19 +851,19 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 		if (isnull)
 			continue;			/* the name has no slot */
 		slot->number = DatumGetInt32(number);
-		slot->live = DatumGetBool(spi_value(i, SLOT_COL_LIVE, &isnull));
+		slot->live = DatumGetBool(dlock_sql_value(i, SLOT_COL_LIVE, &isnull));
 		st->max_slot = Max(st->max_slot, slot->number);
 		st->nslots++;
 		if (!slot->live)
 			continue;
 		st->nlive++;
-		permits = spi_value(i, SLOT_COL_PERMITS, &permits_null);
-		check_live_slot(args, DatumGetChar(spi_value(i, SLOT_COL_KIND, &isnull)), permits_null,
+		permits = dlock_sql_value(i, SLOT_COL_PERMITS, &permits_null);
+		check_live_slot(args, DatumGetChar(dlock_sql_value(i, SLOT_COL_KIND, &isnull)), permits_null,
 						permits_null ? 0 : DatumGetInt32(permits));
-		until = DatumGetTimestampTz(spi_value(i, SLOT_COL_UNTIL, &isnull));
+		until = DatumGetTimestampTz(dlock_sql_value(i, SLOT_COL_UNTIL, &isnull));
 		if (st->first_expiry == 0 || until < st->first_expiry)
 			st->first_expiry = until;
-		if (memcmp(DatumGetUUIDP(spi_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
+		if (memcmp(DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
 			st->own_live = true;
 	}
 }
@@ -769,6 +907,19 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 			return true;
 	return false;
 }
+
+/* the grant, on the slot locked for it */
+static DlockStatement holder_grant_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5,"
+	"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9,"
+	"       acquired_at = $10, updated_at = $10, renewals = 0,"
+	"       grant_timeline = $11, grant_system = $12"
+	" WHERE h.lock_name = $1 AND h.slot = $2",
+	.nargs = 12,
+	.argtypes = {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
+	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID},
+};
 
 /*
  * Write the grant decided on the locked slot at now: its next token, from a
@@ -817,7 +968,7 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	values[9] = TimestampTzGetDatum(now);
 	values[10] = Int32GetDatum(history);
 	values[11] = Int64GetDatum(system);
-	if (dlock_execute(PLAN_HOLDER_GRANT, values, nulls, 0) != 1)
+	if (dlock_execute(&holder_grant_stmt, values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot->slot, text_to_cstring(args->lock_name));
 
@@ -830,7 +981,8 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 }
 
 /*
- * Decide and, when it can, make the grant, inside an SPI connection; the
+ * Decide and, when it can, make the grant, inside the caller's connection
+ * (dlock_sql_connect); the
  * caller holds the kind lock and has decided the exclusive side
  * (name_admits_holders). Returns true when granted.
  */
@@ -873,6 +1025,15 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 	return true;
 }
 
+/* forget lock $1's expiry of token $2 if reported: true when it was */
+static DlockStatement expiry_forget_one_stmt = {
+	.sql =
+	"DELETE FROM dlock.expiry_reported r"
+	" WHERE r.lock_name = $1 AND r.fencing_token = $2 RETURNING 1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT8OID},
+};
+
 /*
  * A holder grant ends the expired exclusive lease of row (locked, newest
  * version), as an exclusive takeover would: the row keeps no owner that a
@@ -887,10 +1048,9 @@ end_expired_lease(text *lock_name, DlockRow *row)
 
 	values[0] = PointerGetDatum(lock_name);
 	values[1] = row->values[Anum_fencing_seq - 1];
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
-	reported = dlock_execute(PLAN_EXPIRY_FORGET_ONE, values, NULL, 0) > 0;
-	SPI_finish();
+	dlock_sql_connect();
+	reported = dlock_execute(&expiry_forget_one_stmt, values, NULL, 0) > 0;
+	dlock_sql_finish();
 	if (!reported)
 	{
 		DlockEndedLease lease = dlock_row_ended_lease(row);
@@ -1001,12 +1161,11 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	{
 		DlockOwnerScope scope;
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_dlock: SPI_connect failed");
+		dlock_sql_connect();
 		dlock_owner_scope_begin(&scope);
 		(void) grant_holder(args, &commit, tupdesc, cxt, attempt);
 		dlock_owner_scope_end(&scope);
-		SPI_finish();
+		dlock_sql_finish();
 	}
 	if (!attempt->acquired)
 		dlock_kind_unlock(args->lock_name, kind_lock_mode(args->kind));
@@ -1055,8 +1214,7 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 	HolderSlot	slot;
 
 	args.ttl_usecs = Max(until - now, 0);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 	dlock_owner_scope_begin(&scope);
 	read_holder_state(&args, now, &st);
 	if (!lock_free_slot(&args, &st, now, &slot))
@@ -1066,7 +1224,7 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 						text_to_cstring(lock_name))));
 	write_holder_grant(&args, &st, &slot, commit, now, tupdesc, cxt, &attempt);
 	dlock_owner_scope_end(&scope);
-	SPI_finish();
+	dlock_sql_finish();
 	return attempt.lease;
 }
 
@@ -1253,6 +1411,16 @@ dlock_acquire_permit(PG_FUNCTION_ARGS)
 	return acquire_holder(fcinfo, KIND_PERMIT);
 }
 
+/* the new number of permits, on the live permits */
+static DlockStatement semaphore_resize_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET permits = $2"
+	" WHERE h.lock_name = $1 AND h.kind = 'p' AND h.owner_token IS NOT NULL"
+	"   AND h.lease_until > pg_catalog.clock_timestamp()",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4OID},
+};
+
 /*
  * dlock.resize_semaphore(semaphore_name, permits) returns integer
  *
@@ -1280,9 +1448,8 @@ dlock_resize_semaphore(PG_FUNCTION_ARGS)
 	(void) dlock_kind_lock(name, ExclusiveLock, true);
 	values[0] = PointerGetDatum(name);
 	values[1] = Int32GetDatum(permits);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
-	live = dlock_execute(PLAN_SEMAPHORE_RESIZE, values, NULL, 0);
-	SPI_finish();
+	dlock_sql_connect();
+	live = dlock_execute(&semaphore_resize_stmt, values, NULL, 0);
+	dlock_sql_finish();
 	PG_RETURN_INT32(live);
 }

@@ -17,14 +17,28 @@
 #include "postgres.h"
 
 #include "catalog/pg_type_d.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 
 #include "dlock.h"
 #include "args.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 
 PG_FUNCTION_INFO_V1(dlock_leader);
+
+/*
+ * The live lease of an election; its columns are dlock.leader's result
+ * columns, in their order.
+ */
+static DlockStatement leader_stmt = {
+	.sql =
+	"SELECT l.holder, l.fencing_seq, l.acquired_at, l.lease_until"
+	"  FROM dlock.distributed_lock l"
+	" WHERE l.lock_name = $1 AND l.owner_token IS NOT NULL"
+	"   AND l.lease_until > pg_catalog.clock_timestamp()",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+#define LEADER_NCOLS 4
 
 /*
  * dlock.leader(election) returns (holder, fencing_token, since, lease_until)
@@ -35,8 +49,8 @@ Datum
 dlock_leader(PG_FUNCTION_ARGS)
 {
 	text	   *election = dlock_arg_name(fcinfo, 0, "election");
-	Datum		values[4];
-	bool		nulls[4];
+	Datum		values[LEADER_NCOLS];
+	bool		nulls[LEADER_NCOLS];
 	TupleDesc	tupdesc;
 	HeapTuple	result = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -46,20 +60,18 @@ dlock_leader(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_dlock: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
-	if (dlock_execute(PLAN_LEADER, args, NULL, 1) > 0)
+	dlock_sql_connect();
+	if (dlock_execute(&leader_stmt, args, NULL, 1) > 0)
 	{
 		MemoryContext oldcxt;
 
-		for (int i = 0; i < 4; i++)
-			values[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-									  i + 1, &nulls[i]);
+		for (int i = 0; i < LEADER_NCOLS; i++)
+			values[i] = dlock_sql_value(0, i + 1, &nulls[i]);
 		oldcxt = MemoryContextSwitchTo(cxt);
 		result = heap_form_tuple(tupdesc, values, nulls);
 		MemoryContextSwitchTo(oldcxt);
 	}
-	SPI_finish();
+	dlock_sql_finish();
 
 	if (result == NULL)
 		PG_RETURN_NULL();

@@ -41,7 +41,6 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_proc.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -57,7 +56,7 @@
 #include "catalog.h"
 #include "args.h"
 #include "lock_row.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "session_lease.h"
 #include "lease_policy.h"
 
@@ -624,10 +623,20 @@ dlock_policy_present(void)
 	return dlock_catalog()->columns.policies;
 }
 
+/* a force release starts the lease's lock delay */
+static DlockStatement lock_delay_forced_stmt = {
+	.sql =
+	"UPDATE dlock.distributed_lock l"
+	"   SET not_before = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) l.lock_delay"
+	" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+
 /*
  * After dlock.force_release ended the lease of lock_name in this
  * transaction: a lease with a lock delay keeps the name from new owners
- * for that long. Caller is connected to SPI.
+ * for that long. Caller is connected (dlock_sql_connect).
  */
 void
 dlock_policy_forced(text *lock_name)
@@ -636,7 +645,7 @@ dlock_policy_forced(text *lock_name)
 
 	if (!dlock_policy_present())
 		return;
-	(void) dlock_execute(PLAN_LOCK_DELAY_FORCED, values, NULL, 0);
+	(void) dlock_execute(&lock_delay_forced_stmt, values, NULL, 0);
 }
 
 /*

@@ -53,7 +53,7 @@
 #include "stats.h"
 #include "token.h"
 #include "schema.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
@@ -314,6 +314,21 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 	return true;
 }
 
+/* is a name of the set held by another owner, in any kind? */
+static DlockStatement set_busy_stmt = {
+	.sql =
+	"SELECT EXISTS (SELECT 1 FROM dlock.distributed_lock l"
+	"                WHERE l.lock_name = ANY ($1) AND l.owner_token IS NOT NULL"
+	"                  AND l.owner_token <> $2"
+	"                  AND l.lease_until > pg_catalog.clock_timestamp())"
+	"    OR EXISTS (SELECT 1 FROM dlock.lock_holder h"
+	"                WHERE h.lock_name = ANY ($1) AND h.owner_token IS NOT NULL"
+	"                  AND h.lease_until > pg_catalog.clock_timestamp())",
+	.nargs = 2,
+	.argtypes = {TEXTARRAYOID, UUIDOID},
+};
+#define SET_BUSY_COL_BUSY 1
+
 /*
  * try_acquire_all and acquire_all; wait_arg is the position of "wait", or
  * -1 for try_acquire_all.
@@ -339,8 +354,7 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 	holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 
 	/* a name held by another owner refuses the set before anything is written */
 	if (wait_usecs <= 0)
@@ -352,11 +366,11 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 		values[0] = PointerGetDatum(construct_array((Datum *) names, nnames, TEXTOID,
 													-1, false, TYPALIGN_INT));
 		values[1] = UUIDPGetDatum(owner);
-		(void) dlock_execute(PLAN_SET_BUSY, values, NULL, 1);
-		busy = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		(void) dlock_execute(&set_busy_stmt, values, NULL, 1);
+		busy = dlock_sql_value(0, SET_BUSY_COL_BUSY, &isnull);
 		if (!isnull && DatumGetBool(busy))
 		{
-			SPI_finish();
+			dlock_sql_finish();
 			dlock_count(STAT_MULTI_BUSY, 1);
 			if (wait_usecs == 0)
 				ereport(ERROR,
@@ -370,7 +384,7 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 	granted = grant_set(names, nnames, PG_GETARG_DATUM(1), wait_usecs, owner,
 						PointerGetDatum(holder), holder == NULL,
 						rsinfo->setResult, rsinfo->setDesc);
-	SPI_finish();
+	dlock_sql_finish();
 	dlock_count(granted ? STAT_MULTI_ACQUISITIONS : STAT_MULTI_BUSY, 1);
 	return (Datum) 0;
 }

@@ -16,29 +16,28 @@
  */
 #include "postgres.h"
 
-#include "executor/spi.h"
 #include "utils/timestamp.h"
 
 #include "dlock.h"
 #include "stats.h"
 #include "lock_row.h"
+#include "sql_executor.h"
 #include "wait.h"
 #include "audit.h"
 #include "events.h"
 #include "report.h"
 
 /*
- * An audit record for a lease event; opens its own SPI connection, so the
- * caller may or may not have one.
+ * An audit record for a lease event; opens its own connection to the
+ * executor, so the caller may or may not have one.
  */
 void
 dlock_report_audit(const char *event, text *lock_name, int64 token, bool token_isnull,
 				   text *holder, const char *reason)
 {
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 	dlock_audit(event, lock_name, Int64GetDatum(token), token_isnull, holder, reason);
-	SPI_finish();
+	dlock_sql_finish();
 }
 
 /*
@@ -117,39 +116,4 @@ dlock_report_expiry(text *lock_name, const DlockEndedLease *lease, TimestampTz l
 	observe_hold(lease, lease_until);
 	dlock_event("expire", lock_name, lease->token, lease->holder, lease_until);
 	dlock_wake_waiters(lock_name);
-}
-
-/*
- * dlock_report_end for each row (fencing_seq, holder, acquired_at, kind)
- * of the statement the
- * caller just ran through its SPI connection: the leases it ended, one
- * exclusive lease or all the shared leases or permits of lock_name; and
- * the name's waiters are woken.
- */
-void
-dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter,
-						DlockAuditLevel audit_from, const char *reason)
-{
-	SPITupleTable *ended = SPI_tuptable;
-	uint64		count = SPI_processed;
-	DlockEndedLease lease;
-
-	dlock_wake_waiters(lock_name);
-	for (uint64 i = 0; i < count; i++)
-	{
-		HeapTuple	row = ended->vals[i];
-		bool		holder_isnull;
-		bool		acquired_isnull;
-		bool		kind_isnull;
-		Datum		token = SPI_getbinval(row, ended->tupdesc, 1, &lease.token_isnull);
-		Datum		holder = SPI_getbinval(row, ended->tupdesc, 2, &holder_isnull);
-		Datum		acquired_at = SPI_getbinval(row, ended->tupdesc, 3, &acquired_isnull);
-		Datum		kind = SPI_getbinval(row, ended->tupdesc, 4, &kind_isnull);
-
-		lease.token = lease.token_isnull ? 0 : DatumGetInt64(token);
-		lease.holder = holder_isnull ? NULL : DatumGetTextPP(holder);
-		lease.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at);
-		lease.kind = dlock_lease_kind_of(kind_isnull ? 'e' : DatumGetChar(kind));
-		dlock_report_end(lock_name, event, counter, audit_from, reason, &lease);
-	}
 }

@@ -36,7 +36,5 @@ extern void dlock_report_end(text *lock_name, const char *event, DlockCounter co
 							 const DlockEndedLease *lease);
 extern void dlock_report_expiry(text *lock_name, const DlockEndedLease *lease,
 								TimestampTz lease_until);
-extern void dlock_report_ended_rows(text *lock_name, const char *event, DlockCounter counter,
-									DlockAuditLevel audit_from, const char *reason);
 
 #endif							/* DLOCK_REPORT_H */

@@ -48,7 +48,6 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -58,7 +57,7 @@
 #include "dlock.h"
 #include "catalog.h"
 #include "durability.h"
-#include "spi_plans.h"
+#include "sql_executor.h"
 #include "stats.h"
 #include "token.h"
 #include "token_epoch.h"
@@ -232,16 +231,28 @@ publish(const EpochState *state)
 	SpinLockRelease(&epoch_shared->mutex);
 }
 
-/*
- * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
- * then commit durably; published when it commits.
- */
+/* The number of this server life, as recorded with the epochs it marks */
 static int64
 this_life(void)
 {
 	return epoch_shared != NULL ? epoch_shared->life : 0;
 }
 
+/* rows are only added, so that first grants of a life never wait */
+static DlockStatement epoch_record_stmt = {
+	.sql =
+	"INSERT INTO dlock.token_epoch"
+	" (system_identifier, timeline, epoch, fenced, server_life)"
+	" VALUES ($1, $2, $3, $4, $5)",
+	.nargs = 5,
+	.argtypes = {INT8OID, INT4OID, INT4OID, BOOLOID, INT8OID},
+};
+
+/*
+ * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
+ * then commit durably; published when it commits. Caller is connected
+ * (dlock_sql_connect).
+ */
 static void
 record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 {
@@ -249,7 +260,7 @@ record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 		Int32GetDatum(timeline), Int32GetDatum(epoch), BoolGetDatum(fenced),
 	Int64GetDatum(this_life())};
 
-	(void) dlock_execute(PLAN_EPOCH_RECORD, values, NULL, 0);
+	(void) dlock_execute(&epoch_record_stmt, values, NULL, 0);
 	dlock_require_durable_commit();
 	recorded.epoch_table = epoch_table;
 	recorded.timeline = timeline;
@@ -257,6 +268,19 @@ record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 	recorded.fenced = fenced;
 	recorded_in = GetCurrentSubTransactionId();
 }
+
+/* the newest epoch, with the server life that marked it fenced if one did */
+static DlockStatement epoch_newest_stmt = {
+	.sql =
+	"SELECT e.epoch, e.fenced, e.server_life FROM dlock.token_epoch e"
+	" WHERE e.system_identifier = $1 AND e.timeline = $2"
+	" ORDER BY e.epoch DESC, e.fenced DESC LIMIT 1",
+	.nargs = 2,
+	.argtypes = {INT8OID, INT4OID},
+};
+#define EPOCH_NEWEST_COL_EPOCH 1
+#define EPOCH_NEWEST_COL_FENCED 2
+#define EPOCH_NEWEST_COL_LIFE 3
 
 /*
  * The first grant of a life on timeline: the newest epoch of the cluster's
@@ -271,20 +295,16 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 	Datum		values[2] = {Int64GetDatum((int64) GetSystemIdentifier()),
 	Int32GetDatum(timeline)};
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 	state->epoch_table = epoch_table;
 	state->timeline = timeline;
 	state->epoch = 0;
 	state->fenced = false;
-	if (dlock_execute(PLAN_EPOCH_NEWEST, values, NULL, 1) == 1)
+	if (dlock_execute(&epoch_newest_stmt, values, NULL, 1) == 1)
 	{
-		state->epoch = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		state->fenced = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 2, &isnull));
-		marked_here = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 3, &isnull)) == this_life();
+		state->epoch = DatumGetInt32(dlock_sql_value(0, EPOCH_NEWEST_COL_EPOCH, &isnull));
+		state->fenced = DatumGetBool(dlock_sql_value(0, EPOCH_NEWEST_COL_FENCED, &isnull));
+		marked_here = DatumGetInt64(dlock_sql_value(0, EPOCH_NEWEST_COL_LIFE, &isnull)) == this_life();
 	}
 	if (state->fenced && !marked_here && !dlock_test_ignore_epoch)
 	{
@@ -295,7 +315,7 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 	}
 	else
 		publish(state);
-	SPI_finish();
+	dlock_sql_finish();
 }
 
 /*
@@ -326,10 +346,9 @@ mark_fenced(EpochState *state)
 				 errhint("The epochs start again on a new timeline, after a failover.")));
 		return false;
 	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_dlock: SPI_connect failed");
+	dlock_sql_connect();
 	record_epoch(state->epoch_table, state->timeline, state->epoch, true);
-	SPI_finish();
+	dlock_sql_finish();
 	state->fenced = true;
 	return true;
 }

@@ -247,9 +247,9 @@ inline stmt_acquire_shared(c, n)
 }
 
 /*
- * dlock.renew of a shared lease (change_holder): PLAN_HOLDER_OWN_LOCK locks
+ * dlock.renew of a shared lease (change_holder): holder_own_lock_stmt locks
  * the owner's slot, waiting for its pin; then, at a clock reading taken
- * after the wait, renews it if it is still live (PLAN_HOLDER_CHANGE).
+ * after the wait, renews it if it is still live (holder_change_stmt).
  */
 #define SLOT_RENEWABLE(c, n, s) (SLOT_OWN_LIVE(c, n, s) && slot[SL(n, s)].pins == 0)
 inline stmt_shared_renew(c, n)
@@ -275,7 +275,7 @@ inline stmt_shared_renew(c, n)
 
 #ifdef BUG_HOLDER_RENEW_BEFORE_PIN
 /*
- * Before the fix: change_holder read the clock, then ran PLAN_HOLDER_CHANGE
+ * Before the fix: change_holder read the clock, then ran holder_change_stmt
  * (UPDATE ... WHERE owner_token = $2 AND lease_until > $5, $5 that reading)
  * which waited for the pin and then renewed the slot to $5 + ttl: a slot
  * live at the reading but expired by the end of the wait was renewed. A
@@ -348,7 +348,7 @@ inline stmt_shared_release(c, n)
 }
 
 /*
- * dlock.holds for a shared lease (PLAN_HOLDER_PIN): the slot with this
+ * dlock.holds for a shared lease (holder_pin_stmt): the slot with this
  * token, owned and live, locked FOR SHARE to the end of the business
  * transaction.
  */
@@ -388,10 +388,10 @@ inline stmt_shared_guarded_commit(c, n)
 
 /*
  * The writer's clearing of expired slots (dlock_holders_allow_exclusive,
- * PLAN_HOLDERS_CLEAR_EXPIRED): frees every owned slot expired on the clock
+ * holders_clear_expired_stmt): frees every owned slot expired on the clock
  * as it is once the slot's pin ended (clock_timestamp() in the WHERE
  * clause); the grant is then decided again (EXCLUSIVE_RETRY), which is
- * stmt_acquire. With a wait (PLAN_HOLDERS_CLEAR_EXPIRED_UNPINNED) pinned
+ * stmt_acquire. With a wait (holders_clear_expired_unpinned_stmt) pinned
  * slots are skipped and the attempt refused: the same step on the
  * unpinned ones. Any writer may run it; it needs no client's state.
  */
@@ -419,7 +419,7 @@ inline stmt_clear_expired(n)
 /*
  * Before the fix: the writer's probe read the clock, found no live slot and
  * an expired one pinned, and (under the kind lock, held exclusively: no
- * reader grant meanwhile) ran PLAN_HOLDERS_CLEAR_EXPIRED with lease_until
+ * reader grant meanwhile) ran holders_clear_expired_stmt with lease_until
  * <= that reading, which waited for the pins; then it went on to the grant
  * without looking at the slots again.
  */

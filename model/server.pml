@@ -3,7 +3,7 @@
  *
  * A statement is atomic because PostgreSQL runs it on one row under that
  * row's lock; what it decides it decides on the row as it is when it gets
- * the row lock, on clock_timestamp() at that moment (spi_plans.c). Every
+ * the row lock, on clock_timestamp() at that moment (sql_executor.c). Every
  * UPDATE of a row waits while a holds() pin (FOR SHARE) is on it: the
  * guards "pins[n] == 0" below. A refused attempt changes nothing and is not
  * modelled. Variables _i, _j, ng, nc belong to the calling proctype.
@@ -318,7 +318,7 @@ inline stmt_holds(c, n)
 }
 
 /*
- * The fenced write of the business data: dlock.fence (PLAN_FENCE, accept
+ * The fenced write of the business data: dlock.fence (fence_stmt, accept
  * when the resource's token <= this one) -- the same comparison as the
  * dlock.enforce_fencing trigger (refuse new < old). Refused: the
  * transaction rolls back.
@@ -363,7 +363,7 @@ inline stmt_unguarded_write(c, n)
 }
 
 /*
- * dlock.force_release (admin.c): PLAN_FORCE_RELEASE -- ends the live lease
+ * dlock.force_release (admin.c): force_release_stmt -- ends the live lease
  * whoever holds it; the counter stays. Its transaction commits with the
  * session's setting (durable).
  */
@@ -384,9 +384,9 @@ inline stmt_force_release(n)
 }
 
 /*
- * dlock.reap (admin.c): PLAN_REAP -- deletes rows free or expired (idle_for
+ * dlock.reap (admin.c): reap_stmt -- deletes rows free or expired (idle_for
  * 0), skipping locked (pinned) rows, and raises the floor to the highest
- * deleted token (PLAN_FLOOR_COMPACT keeps the highest). The floor lock that
+ * deleted token (floor_compact_stmt keeps the highest). The floor lock that
  * orders reap against PLAN_ACQUIRE_NEW is not modelled: both are single
  * steps here (regress/specs/reap-race.spec tests that race).
  */

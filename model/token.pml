@@ -1,8 +1,8 @@
 /*
  * token.pml -- the generation rule: how the next token of a row is made.
  *
- * Abstracts NEXT_TOKEN and FIRST_TOKEN in extension/spi_plans.c (the SET
- * fencing_seq of PLAN_ACQUIRE_EXISTING and the VALUES of PLAN_ACQUIRE_NEW).
+ * Abstracts dlock_next_token and dlock_first_token in extension/token.c,
+ * which every grant calls for the token it writes.
  *
  * The rule checked (default): a row whose last grant was in this cluster
  * moves up one generation per timeline switch since that grant (tl -
