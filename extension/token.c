@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "miscadmin.h"
 #include "utils/uuid.h"
 
 #include "dlock.h"
@@ -131,17 +132,41 @@ dlock_next_token(int64 token, int32 grant_history, int64 grant_system, int32 his
 }
 
 /*
+ * Random bytes for owner tokens, drawn from pg_strong_random a batch at a
+ * time: each call into it costs about as much as the rest of a grant's
+ * argument checks, and a batch of OWNER_TOKEN_BATCH tokens costs one call.
+ * The bytes belong to the process that drew them (owner_token_pid): a child
+ * forked afterwards must not hand out its parent's tokens again.
+ */
+#define OWNER_TOKEN_BATCH 64
+
+static uint8 owner_token_bytes[OWNER_TOKEN_BATCH * UUID_LEN];
+static int	owner_tokens_left = 0;
+static pid_t owner_token_pid = 0;
+
+/*
  * A random (version 4) owner token, for callers that did not bring one.
  */
 pg_uuid_t *
 dlock_new_owner_token(void)
 {
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+	uint8	   *next;
 
-	if (!pg_strong_random(uuid->data, UUID_LEN))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random owner token")));
+	if (owner_tokens_left == 0 || owner_token_pid != MyProcPid)
+	{
+		if (!pg_strong_random(owner_token_bytes, sizeof(owner_token_bytes)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate a random owner token")));
+		owner_tokens_left = OWNER_TOKEN_BATCH;
+		owner_token_pid = MyProcPid;
+	}
+	owner_tokens_left--;
+	next = &owner_token_bytes[owner_tokens_left * UUID_LEN];
+	memcpy(uuid->data, next, UUID_LEN);
+	/* keep no copy of a token once it is issued */
+	memset(next, 0, UUID_LEN);
 	uuid->data[6] = (uuid->data[6] & 0x0f) | 0x40;
 	uuid->data[8] = (uuid->data[8] & 0x3f) | 0x80;
 	return uuid;

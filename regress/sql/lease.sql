@@ -73,6 +73,30 @@ SELECT fencing_token = (1::bigint << 40) + 1 AS first_token_again
 
 -- the server generates an owner token when none is given
 SELECT owner_token IS NOT NULL AS generated FROM dlock.try_acquire('generated-owner', '1 minute');
+-- generated owner tokens are version-4 UUIDs, each different, also across the
+-- batches of random bytes they are drawn from and between sessions
+CREATE TABLE generated_tokens AS
+SELECT pg_backend_pid() AS pid, l.owner_token
+  FROM generate_series(1, 300) AS i,
+       LATERAL dlock.try_acquire('generated-' || i, '1 minute') AS l;
+\c
+\set VERBOSITY terse
+\pset null '(null)'
+INSERT INTO generated_tokens
+SELECT pg_backend_pid(), l.owner_token
+  FROM generate_series(1, 300) AS i,
+       LATERAL dlock.try_acquire('generated-other-' || i, '1 minute') AS l;
+SELECT count(DISTINCT pid) AS sessions, count(*) AS tokens,
+       count(DISTINCT owner_token) AS distinct_tokens,
+       count(*) FILTER (WHERE substr(owner_token::text, 15, 1) = '4'
+                          AND substr(owner_token::text, 20, 1) IN ('8', '9', 'a', 'b')) AS version_4,
+       count(*) FILTER (WHERE owner_token::text LIKE '%0000-0000-0000%') AS zeroed
+  FROM generated_tokens;
+DROP TABLE generated_tokens;
+SELECT count(*) AS released
+  FROM dlock.distributed_lock d
+ CROSS JOIN LATERAL dlock.release(d.lock_name, d.owner_token) AS r
+ WHERE d.lock_name LIKE 'generated-%' AND r;
 
 -- token layout: timeline in bits 62..40, counter in bits 39..0
 SELECT lock_name, fencing_token >> 40 AS timeline, fencing_token & ((1::bigint << 40) - 1) AS counter
