@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# C++ client suites (GoogleTest) against the server tests/run-all.sh started.
-# Runs every tests/*_test binary built by `make client` and ends with the
-# summary line "N passed, N failed".
+# C++ client suites (GoogleTest, client/tests/*_test.cpp) against the server
+# tests/run-all.sh started. Runs the test binaries `make client` builds and ends
+# with the summary line "N passed, N failed".
 set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -14,7 +14,7 @@ tsan=$root/build/client-tsan
 
 export DLOCK_SKIP_INSTALL=1
 export ASAN_OPTIONS=abort_on_error=0:halt_on_error=1:detect_leaks=1
-export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0
+export LSAN_OPTIONS=suppressions=$root/client/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_subsuite "client suites under ASan+UBSan" \
 	env DLOCK_CLIENT_BUILD="$asan" DLOCK_CLIENT_SUITES="client transaction keep_alive outcome lock_kinds policies listener durability" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The dlock command-line tool against the server tests/run-all.sh started.
-# Runs tests/cli/*_test.sh; ends with "N passed, N failed".
+# Runs client/tests/cli/*_test.sh; ends with "N passed, N failed".
 set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -15,10 +15,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cli_passed=0
 cli_failed=0
-# shellcheck source=../cli/lib.sh
-. "$root/tests/cli/lib.sh"
+# shellcheck source=../../client/tests/cli/lib.sh
+. "$root/client/tests/cli/lib.sh"
 # DLOCK_CLI_SKIP: test files left out (45-pgbouncer.sh: the ones that need LISTEN)
-for t in "$root"/tests/cli/*_test.sh; do
+for t in "$root"/client/tests/cli/*_test.sh; do
 	if [[ " ${DLOCK_CLI_SKIP:-} " == *" $(basename "$t") "* ]]; then
 		echo "--- $(basename "$t"): left out here (DLOCK_CLI_SKIP)"
 		continue

@@ -35,8 +35,8 @@ echo "pgbouncer (transaction pooling, pool of 2) on port $port in front of $PGPO
 pool2="host=127.0.0.1 port=$port dbname=${PGDATABASE}_pool2 user=$PGUSER"
 cli_passed=0
 cli_failed=0
-# shellcheck source=../cli/lib.sh
-. "$root/tests/cli/lib.sh" # check, expect_status, unique; psql reaches the server directly
+# shellcheck source=../../client/tests/cli/lib.sh
+. "$root/client/tests/cli/lib.sh" # check, expect_status, unique; psql reaches the server directly
 
 # five_runs LABEL [DLOCK OPTION...] -- starts five runs of one lock at once
 # through the pool of two; each COMMAND appends "START END" (µs) to

@@ -1,4 +1,4 @@
-# Helpers sourced by tests/cli/*_test.sh (via tests/suites/40-cli.sh).
+# Helpers sourced by client/tests/cli/*_test.sh (via tests/suites/40-cli.sh).
 # DLOCK is the tool under test; check() counts results.
 
 DLOCK=${DLOCK:-${DLOCK_ROOT:?}/build/client/cli/dlock}
