@@ -1,10 +1,11 @@
-"""Generates the psql -f installer, its upgrade script and the pg_tle
+"""Copies the C extension's view definitions into the SQL edition's scripts,
+then generates the psql -f installer, its upgrade script and the pg_tle
 registration of the pg_dlock SQL edition (see build.sh)."""
 import os
 import re
 import sys
 
-src, out = sys.argv[1], sys.argv[2]
+src, out, c_sql = sys.argv[1], sys.argv[2], sys.argv[3]
 control = open(os.path.join(src, "pg_dlock_sql.control")).read()
 version = re.search(r"default_version\s*=\s*'([^']+)'", control).group(1)
 comment = re.search(r"comment\s*=\s*'((?:[^']|'')*)'", control).group(1).replace("''", "'")
@@ -12,6 +13,68 @@ comment = re.search(r"comment\s*=\s*'((?:[^']|'')*)'", control).group(1).replace
 
 def vkey(v):
     return [int(x) for x in v.split(".")]
+
+
+# --- the views: one text, the C extension's ---------------------------------
+# The views read only the tables, the lease type and functions both editions
+# define with the same names and results (the counters' functions return
+# zeros in the SQL edition), so each view's definition is the C extension's
+# text. A region of an SQL edition script
+#     -- BEGIN view dlock.NAME as in pg_dlock VERSION ...
+#     -- END view dlock.NAME
+# holds the last CREATE [OR REPLACE] VIEW dlock.NAME statement that the C
+# extension's install and update scripts (sql/pg_dlock--*.sql) run up to
+# VERSION. COMMENT ON VIEW and the privileges stay outside the regions.
+# tests/suites/16-sql-edition.sh checks that the committed scripts are what
+# this makes, and that the installed view definitions of the two editions
+# are the same.
+
+def c_views_by_version(c_dir):
+    files = os.listdir(c_dir)
+    base = sorted((f for f in files if re.fullmatch(r"pg_dlock--[0-9.]+\.sql", f)),
+                  key=lambda f: vkey(f[len("pg_dlock--"):-4]))[0]
+    steps = {}
+    for f in files:
+        m = re.fullmatch(r"pg_dlock--([0-9.]+)--([0-9.]+)\.sql", f)
+        if m:
+            steps[m.group(1)] = (m.group(2), f)
+    views, by_version = {}, {}
+    v, f = base[len("pg_dlock--"):-4], base
+    while True:
+        text = open(os.path.join(c_dir, f)).read()
+        for m in re.finditer(r"^(?:DROP VIEW (dlock\.\w+);|(CREATE (?:OR REPLACE )?VIEW (dlock\.\w+) AS\n.*?;\n))",
+                             text, flags=re.M | re.S):
+            if m.group(1):
+                views.pop(m.group(1), None)
+            else:
+                views[m.group(3)] = m.group(2)
+        by_version[v] = dict(views)
+        if v not in steps:
+            return by_version
+        v, f = steps[v]
+
+
+def copy_views(src, c_dir):
+    by_version = c_views_by_version(c_dir)
+    region = re.compile(r"^(-- BEGIN view (dlock\.\w+) as in pg_dlock ([0-9.]+)\b[^\n]*\n)(.*?)^(-- END view \2\n)",
+                        flags=re.M | re.S)
+
+    def fill(m):
+        name, version = m.group(2), m.group(3)
+        if name not in by_version.get(version, {}):
+            sys.exit(f"build.py: sql/pg_dlock--*.sql define no view {name} in version {version}")
+        return m.group(1) + by_version[version][name] + m.group(5)
+
+    for f in sorted(os.listdir(src)):
+        if re.fullmatch(r"pg_dlock_sql--[0-9.]+(--[0-9.]+)?\.sql", f):
+            path = os.path.join(src, f)
+            text = open(path).read()
+            new = region.sub(fill, text)
+            if new != text:
+                open(path, "w").write(new)
+
+
+copy_views(src, c_sql)
 
 
 files = sorted(os.listdir(src))

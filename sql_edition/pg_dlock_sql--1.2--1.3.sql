@@ -302,7 +302,10 @@ AS $$ SELECT NULL::text, NULL::interval, NULL::bigint WHERE false $$;
 COMMENT ON FUNCTION dlock.hold_histogram() IS
 'per lease kind, leases that ended within le of their grant: no rows in the SQL edition (no shared memory), as in the C extension without shared memory';
 
--- The C extension's definition: the waiters column last.
+-- The C extension's definition, the waiters column last, copied by
+-- sql_edition/build.sh (change it in sql/). Its comment differs on purpose:
+-- the waiters column is NULL here.
+-- BEGIN view dlock.locks as in pg_dlock 1.3 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
@@ -360,6 +363,7 @@ CREATE OR REPLACE VIEW dlock.locks AS
 					pg_catalog.max(hh.updated_at) AS last_change
 			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
 	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+-- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders, lease policy state and waiting sessions (NULL in the SQL edition); never shows owner tokens';
 
 -- BEGIN extension owner

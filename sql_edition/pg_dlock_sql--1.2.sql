@@ -1826,10 +1826,16 @@ COMMENT ON FUNCTION dlock.lease_policy_state(boolean, timestamptz, bigint, times
 'the lease functions'' decision on a lease row now: live, its policy state, and when a new owner may be granted the name (NULL: now)';
 
 ------------------------------------------------------------------------------
--- Views: the C extension's definitions
+-- Views: the C extension's definitions, one text for both editions:
+-- sql_edition/build.sh copies each CREATE VIEW from sql/pg_dlock--*.sql into
+-- its region below (change a view there, then run it). The comments of
+-- dlock.stats and dlock.stats_by_kind differ from the C extension's on
+-- purpose: they say that the counters are zero here. The privileges are the
+-- C extension's (tests/suites/16-sql-edition.sh compares both).
 ------------------------------------------------------------------------------
 
-CREATE VIEW dlock.stats AS
+-- BEGIN view dlock.stats as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
+CREATE OR REPLACE VIEW dlock.stats AS
 	SELECT c.*,
 		   (SELECT pg_catalog.count(*) FROM dlock.distributed_lock l,
 				   LATERAL dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,
@@ -1848,6 +1854,7 @@ CREATE VIEW dlock.stats AS
 		   k.permit_acquisitions, k.permit_busy,
 		   k.multi_acquisitions, k.multi_busy
 	  FROM dlock.stats_counters() c, dlock.policy_counters() p,
+		   -- the lock kinds' counters, one column per kind and counter
 		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'shared') AS shared_acquisitions,
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'shared') AS shared_busy,
 						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'permit') AS permit_acquisitions,
@@ -1855,9 +1862,11 @@ CREATE VIEW dlock.stats AS
 						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'multi') AS multi_acquisitions,
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'multi') AS multi_busy
 					  FROM dlock.kind_stats() ks) k;
+-- END view dlock.stats
 COMMENT ON VIEW dlock.stats IS 'pg_dlock counters (zero in the SQL edition) and current lease counts';
 GRANT SELECT ON dlock.stats TO PUBLIC;
 
+-- BEGIN view dlock.stats_by_kind as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.stats_by_kind AS
 	SELECT s.kind, s.acquisitions, s.busy,
 		   CASE s.kind
@@ -1870,10 +1879,12 @@ CREATE VIEW dlock.stats_by_kind AS
 					  AND h.lease_until > pg_catalog.clock_timestamp())
 		   END AS live_leases
 	  FROM dlock.kind_stats() s;
+-- END view dlock.stats_by_kind
 COMMENT ON VIEW dlock.stats_by_kind IS 'pg_dlock counters (zero in the SQL edition) and live leases per lock kind';
 GRANT SELECT ON dlock.stats_by_kind TO PUBLIC;
 
-CREATE VIEW dlock.locks AS
+-- BEGIN view dlock.locks as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
+CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
 				WHEN h.live > 0 THEN 'held'
@@ -1928,16 +1939,20 @@ CREATE VIEW dlock.locks AS
 					pg_catalog.max(hh.updated_at) AS last_change
 			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
 	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+-- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders and lease policy state; never shows owner tokens';
 GRANT SELECT ON dlock.locks TO PUBLIC;
 
+-- BEGIN view dlock.lock_owners as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.lock_owners AS
 	SELECT l.lock_name, l.owner_token, l.fencing_seq AS fencing_token, l.lease_until
 	  FROM dlock.distributed_lock l
 	 WHERE l.owner_token IS NOT NULL;
+-- END view dlock.lock_owners
 COMMENT ON VIEW dlock.lock_owners IS 'owner tokens of current and expired leases: capabilities, readable only with a grant';
 REVOKE ALL ON dlock.lock_owners FROM PUBLIC;
 
+-- BEGIN view dlock.lock_holders as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.lock_holders AS
 	SELECT l.lock_name, 'exclusive'::text AS kind, NULL::integer AS permits, l.holder,
 		   l.fencing_seq AS fencing_token, l.acquired_at, l.lease_until
@@ -1948,6 +1963,7 @@ CREATE VIEW dlock.lock_holders AS
 		   h.fencing_seq, h.acquired_at, h.lease_until
 	  FROM dlock.lock_holder h
 	 WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp();
+-- END view dlock.lock_holders
 COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never shows owner tokens';
 GRANT SELECT ON dlock.lock_holders TO PUBLIC;
 

@@ -1841,10 +1841,16 @@ COMMENT ON FUNCTION dlock.lease_policy_state(boolean, timestamptz, bigint, times
 'the lease functions'' decision on a lease row now: live, its policy state, and when a new owner may be granted the name (NULL: now)';
 
 ------------------------------------------------------------------------------
--- Views: the C extension's definitions
+-- Views: the C extension's definitions, one text for both editions:
+-- sql_edition/build.sh copies each CREATE VIEW from sql/pg_dlock--*.sql into
+-- its region below (change a view there, then run it). The comments of
+-- dlock.stats and dlock.stats_by_kind differ from the C extension's on
+-- purpose: they say that the counters are zero here. The privileges are the
+-- C extension's (tests/suites/16-sql-edition.sh compares both).
 ------------------------------------------------------------------------------
 
-CREATE VIEW dlock.stats AS
+-- BEGIN view dlock.stats as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
+CREATE OR REPLACE VIEW dlock.stats AS
 	SELECT c.*,
 		   (SELECT pg_catalog.count(*) FROM dlock.distributed_lock l,
 				   LATERAL dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,
@@ -1863,6 +1869,7 @@ CREATE VIEW dlock.stats AS
 		   k.permit_acquisitions, k.permit_busy,
 		   k.multi_acquisitions, k.multi_busy
 	  FROM dlock.stats_counters() c, dlock.policy_counters() p,
+		   -- the lock kinds' counters, one column per kind and counter
 		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'shared') AS shared_acquisitions,
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'shared') AS shared_busy,
 						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'permit') AS permit_acquisitions,
@@ -1870,9 +1877,11 @@ CREATE VIEW dlock.stats AS
 						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'multi') AS multi_acquisitions,
 						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'multi') AS multi_busy
 					  FROM dlock.kind_stats() ks) k;
+-- END view dlock.stats
 COMMENT ON VIEW dlock.stats IS 'pg_dlock counters (zero in the SQL edition) and current lease counts';
 GRANT SELECT ON dlock.stats TO PUBLIC;
 
+-- BEGIN view dlock.stats_by_kind as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.stats_by_kind AS
 	SELECT s.kind, s.acquisitions, s.busy,
 		   CASE s.kind
@@ -1885,10 +1894,12 @@ CREATE VIEW dlock.stats_by_kind AS
 					  AND h.lease_until > pg_catalog.clock_timestamp())
 		   END AS live_leases
 	  FROM dlock.kind_stats() s;
+-- END view dlock.stats_by_kind
 COMMENT ON VIEW dlock.stats_by_kind IS 'pg_dlock counters (zero in the SQL edition) and live leases per lock kind';
 GRANT SELECT ON dlock.stats_by_kind TO PUBLIC;
 
-CREATE VIEW dlock.locks AS
+-- BEGIN view dlock.locks as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
+CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
 				WHEN h.live > 0 THEN 'held'
@@ -1943,16 +1954,20 @@ CREATE VIEW dlock.locks AS
 					pg_catalog.max(hh.updated_at) AS last_change
 			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
 	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+-- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders and lease policy state; never shows owner tokens';
 GRANT SELECT ON dlock.locks TO PUBLIC;
 
+-- BEGIN view dlock.lock_owners as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.lock_owners AS
 	SELECT l.lock_name, l.owner_token, l.fencing_seq AS fencing_token, l.lease_until
 	  FROM dlock.distributed_lock l
 	 WHERE l.owner_token IS NOT NULL;
+-- END view dlock.lock_owners
 COMMENT ON VIEW dlock.lock_owners IS 'owner tokens of current and expired leases: capabilities, readable only with a grant';
 REVOKE ALL ON dlock.lock_owners FROM PUBLIC;
 
+-- BEGIN view dlock.lock_holders as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.lock_holders AS
 	SELECT l.lock_name, 'exclusive'::text AS kind, NULL::integer AS permits, l.holder,
 		   l.fencing_seq AS fencing_token, l.acquired_at, l.lease_until
@@ -1963,6 +1978,7 @@ CREATE VIEW dlock.lock_holders AS
 		   h.fencing_seq, h.acquired_at, h.lease_until
 	  FROM dlock.lock_holder h
 	 WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp();
+-- END view dlock.lock_holders
 COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never shows owner tokens';
 GRANT SELECT ON dlock.lock_holders TO PUBLIC;
 
@@ -2294,7 +2310,10 @@ AS $$ SELECT NULL::text, NULL::interval, NULL::bigint WHERE false $$;
 COMMENT ON FUNCTION dlock.hold_histogram() IS
 'per lease kind, leases that ended within le of their grant: no rows in the SQL edition (no shared memory), as in the C extension without shared memory';
 
--- The C extension's definition: the waiters column last.
+-- The C extension's definition, the waiters column last, copied by
+-- sql_edition/build.sh (change it in sql/). Its comment differs on purpose:
+-- the waiters column is NULL here.
+-- BEGIN view dlock.locks as in pg_dlock 1.3 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
@@ -2352,6 +2371,7 @@ CREATE OR REPLACE VIEW dlock.locks AS
 					pg_catalog.max(hh.updated_at) AS last_change
 			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
 	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+-- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders, lease policy state and waiting sessions (NULL in the SQL edition); never shows owner tokens';
 
 $_pgtle_$
@@ -2575,4 +2595,39 @@ $$;
 
 $_pgtle_$
 );
-SELECT pgtle.set_default_version('pg_dlock_sql', '1.4');
+SELECT pgtle.install_update_path('pg_dlock_sql', '1.4', '1.4.1',
+$_pgtle_$
+/* sql_edition/pg_dlock_sql--1.4--1.4.1.sql -- pg_dlock_sql 1.4 -> 1.4.1: the nil UUID names no lease */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+
+/*
+ * The C extension refuses the nil UUID only as the owner token of an acquire
+ * (docs/reference.md: two clients that never set their token would share one
+ * lease, so no lease ever has it). Given to renew, release, release_all or
+ * downgrade it names no lease: NULL, false, 0 and NULL, as for any owner
+ * without a lease. This edition raised 22023 from renew, release and
+ * release_all. The SQL API is the C extension's 1.4; only this check changes.
+ */
+
+-- An owner token argument. required: the token of a lease the caller holds
+-- (renew, release, release_all): NULL is refused (22004), any UUID is looked
+-- up. Otherwise an acquire's token: NULL (the server makes one) or anything
+-- but the nil UUID (22023).
+CREATE OR REPLACE FUNCTION dlock._check_owner(owner_token uuid, required boolean)
+RETURNS void LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF required THEN
+		PERFORM dlock._not_null('owner_token', owner_token IS NULL);
+	ELSIF owner_token = '00000000-0000-0000-0000-000000000000'::uuid THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+			MESSAGE = 'owner_token must not be the nil UUID',
+			HINT = 'Pass NULL to have the server generate an owner token, or use a random (version 4) UUID.';
+	END IF;
+END
+$$;
+$_pgtle_$
+);
+SELECT pgtle.set_default_version('pg_dlock_sql', '1.4.1');

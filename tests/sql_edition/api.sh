@@ -46,6 +46,23 @@ released_again=$(o "SELECT dlock.release('$tag:a', '$A')")
 check "a second release is false" test "$released_again" = f
 second=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:a', '1 minute', '$B')")
 check "the next lease gets a higher token ($second > $first)" test "$second" -gt "$first"
+# The nil UUID is refused as an acquire's owner token (bad input below), so
+# no lease has it: renew, release, release_all and downgrade given it find no
+# lease, as for any other owner (docs/reference.md), on every kind.
+N=00000000-0000-0000-0000-000000000000
+o "SELECT dlock.try_acquire('$tag:nil', '1 minute', '$A')" "SELECT dlock.try_acquire_shared('$tag:nil-sh', '1 minute', '$A')" \
+	"SELECT dlock.try_acquire_permit('$tag:nil-sem', 2, '1 minute', '$A')" >/dev/null
+nil=$(o "SELECT dlock.renew('$tag:nil', '$N', '1 minute') IS NULL" "SELECT dlock.release('$tag:nil', '$N')" \
+	"SELECT dlock.renew('$tag:nil-sh', '$N', '1 minute') IS NULL" "SELECT dlock.release('$tag:nil-sh', '$N')" \
+	"SELECT dlock.renew('$tag:nil-sem', '$N', '1 minute') IS NULL" "SELECT dlock.release('$tag:nil-sem', '$N')" \
+	"SELECT dlock.release('$tag:nil-nobody', '$N')" \
+	"SELECT dlock.release_all(ARRAY['$tag:nil', '$tag:nil-sh', '$tag:nil-sem', '$tag:nil-nobody'], '$N')" \
+	"SELECT dlock.downgrade('$tag:nil', '$N') IS NULL" 2>&1 | tr '\n' ' ')
+check "the nil UUID names no lease: renew NULL and release false (exclusive, shared, permit), release false (unknown name), release_all 0, downgrade NULL ($nil)" \
+	test "$nil" = "t f t f t f f 0 t "
+nil_kept=$(o "SELECT string_agg(lock_name || ' ' || kind, ', ' ORDER BY kind) FROM dlock.lock_holders WHERE lock_name LIKE '$tag:nil%'" \
+	"SELECT dlock.release_all(ARRAY['$tag:nil', '$tag:nil-sh', '$tag:nil-sem'], '$A')" | tr '\n' ' ')
+check "... and changes no lease ($nil_kept)" test "$nil_kept" = "$tag:nil exclusive, $tag:nil-sem permit, $tag:nil-sh shared 3 "
 o "BEGIN" "SELECT dlock.try_acquire('$tag:rb', '1 minute', '$A')" "ROLLBACK" >/dev/null
 rolled=$(o "SELECT (dlock.try_acquire('$tag:rb', '1 minute', '$B')).owner_token")
 check "a grant in a rolled-back transaction never existed" test "$rolled" = "$B"
@@ -260,6 +277,9 @@ expect_state "ttl NULL" 22004 "$db" "SELECT dlock.try_acquire('$tag:x', NULL)"
 expect_state "ttl zero" 22023 "$db" "SELECT dlock.try_acquire('$tag:x', '0')"
 expect_state "ttl above max_ttl" 22023 "$db" "SELECT dlock.try_acquire('$tag:x', '2 days')"
 expect_state "the nil UUID as owner" 22023 "$db" "SELECT dlock.try_acquire('$tag:x', '1 minute', '00000000-0000-0000-0000-000000000000')"
+expect_state "... of a shared lease" 22023 "$db" "SELECT dlock.try_acquire_shared('$tag:x', '1 minute', '00000000-0000-0000-0000-000000000000')"
+expect_state "... of a permit" 22023 "$db" "SELECT dlock.try_acquire_permit('$tag:x', 2, '1 minute', '00000000-0000-0000-0000-000000000000')"
+expect_state "... of a multi-lock" 22023 "$db" "SELECT dlock.try_acquire_all(ARRAY['$tag:x'], '1 minute', '00000000-0000-0000-0000-000000000000')"
 expect_state "holder over 512 characters" 22023 "$db" "SELECT dlock.try_acquire('$tag:x', '1 minute', NULL, repeat('h', 513))"
 expect_state "negative wait" 22023 "$db" "SELECT dlock.acquire('$tag:x', '1 minute', '-1 second')"
 expect_state "renew without owner" 22004 "$db" "SELECT dlock.renew('$tag:x', NULL, '1 minute')"

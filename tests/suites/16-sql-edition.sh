@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The SQL edition (pg_dlock_sql, docs/sql-edition.md) on Debian's PostgreSQL 15,
 # beside the C extension:
-#   1. the generated installers are current; parity with the C extension's
-#      functions (and a negative control: a new C function fails it);
+#   1. the scripts' copies of the C extension's views and the generated
+#      installers are current (and a negative control: a view changed in the
+#      C extension's scripts changes the SQL edition's); parity with the C
+#      extension's functions (and a negative control: a new C function fails it);
 #   2. the shared SQL API tests (tests/sql_edition/api.sh) against the C
 #      extension (the shared test database) and against the SQL edition
 #      installed by CREATE EXTENSION as a database owner without superuser;
-#      the same signatures, return types, views and default privileges;
+#      the same signatures, return types, views (their definitions too, with a
+#      negative control) and default privileges;
 #   3. the two editions refuse each other in one database; a schema dlock
 #      another role owns is refused;
-#   4. the update from 1.3 to 1.4 (ALTER EXTENSION by the owner without
-#      superuser, and psql -f; also from 1.2 through both steps): leases kept,
+#   4. the update from 1.4 to 1.4.1 (ALTER EXTENSION by the owner without
+#      superuser): the nil UUID names no lease after it (22023 before); from
+#      1.3 (and psql -f; also from 1.2 through every step): leases kept,
 #      the same surface as a new installation, grants under
 #      dlock.durability = fenced refused after it (granted before), the
 #      shared API tests on the updated database;
@@ -29,11 +33,24 @@ cd "$DLOCK_ROOT"
 scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition.XXXXXX")
 chmod 777 "$scratch"
 owner=regress_sqled_owner
+version=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" sql_edition/pg_dlock_sql.control)
+nil=00000000-0000-0000-0000-000000000000
 install_sql_edition "$("$PG_BINDIR/pg_config" --sharedir)"
 
 # --- 1. generated files and parity ---------------------------------------------
-sql_edition/build.sh sql_edition "$scratch/dist" >/dev/null
-check "sql_edition/dist is what sql_edition/build.sh generates now" diff -r sql_edition/dist "$scratch/dist"
+cp -r sql_edition "$scratch/built"
+sql_edition/build.sh "$scratch/built" >/dev/null
+check "sql_edition (the views copied from sql/, and dist/) is what sql_edition/build.sh makes now" \
+	diff -r sql_edition "$scratch/built"
+# negative control: a view changed in the C extension's scripts changes the SQL edition's copy
+mkdir -p "$scratch/c-views"
+cp sql/pg_dlock--*.sql "$scratch/c-views/"
+sed -i 's/^\(\t WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()\);$/\1 AND true;/' \
+	"$scratch/c-views/pg_dlock--1.1--1.2.sql"
+cp -r sql_edition "$scratch/built-c-views"
+sql_edition/build.sh "$scratch/built-c-views" "$scratch/built-c-views/dist" "$scratch/c-views" >/dev/null
+check "negative control: dlock.lock_holders changed in sql/ changes the SQL edition's script (the check above fails)" \
+	bash -c "! diff -r -q sql_edition '$scratch/built-c-views' >/dev/null && grep -q 'clock_timestamp() AND true;' '$scratch/built-c-views/pg_dlock_sql--1.2.sql'"
 parity=$(scripts/sql-edition-parity.sh 2>&1)
 check "parity: every C extension function is in the SQL edition or listed as missing ($parity)" \
 	scripts/sql-edition-parity.sh
@@ -56,7 +73,7 @@ owner_database $ext_db $owner
 AS=$owner q $ext_db "CREATE EXTENSION pg_dlock_sql" >/dev/null
 installed=$(q $ext_db "SELECT e.extversion || ' ' || pg_get_userbyid(e.extowner) || ' ' || n.nspname || ' ' || pg_get_userbyid(n.nspowner) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_dlock_sql'")
 check "CREATE EXTENSION pg_dlock_sql by a database owner without superuser ($installed)" \
-	test "$installed" = "1.4 $owner dlock $owner"
+	test "$installed" = "$version $owner dlock $owner"
 not_super=$(q $ext_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper")
 check "no function of the SQL edition runs with a superuser's rights (all owned by $owner)" test "$not_super" = 0
 echo "--- shared API tests: SQL edition (database $ext_db, owner $owner)"
@@ -74,6 +91,7 @@ surface() {
 		UNION ALL
 		SELECT 'view ' || c.relname || ' ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
 			   || ' public ' || has_table_privilege('public', c.oid, 'SELECT')
+			   || ' as ' || regexp_replace(pg_get_viewdef(c.oid), '\s+', ' ', 'g')
 		  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
 		 WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind = 'v' GROUP BY c.oid, c.relname
 		UNION ALL
@@ -86,12 +104,50 @@ surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scra
 surface $ext_db >"$scratch/surface-sql"
 diff "$scratch/surface-c" "$scratch/surface-sql" >"$scratch/surface.diff"
 head -n 20 "$scratch/surface.diff"
-check "same functions (arguments, defaults, return types, PUBLIC execute), views and lease type as the C extension ($(wc -l <"$scratch/surface-c") items)" \
+check "same functions (arguments, defaults, return types, PUBLIC execute), views (columns, PUBLIC select, definitions) and lease type as the C extension ($(wc -l <"$scratch/surface-c") items)" \
 	test ! -s "$scratch/surface.diff" -a -s "$scratch/surface-c"
+# negative control: a view whose definition differs (one more condition) fails the comparison
+views_db=dlock_sqled_views
+owner_database $views_db $owner
+AS=$owner q $views_db "CREATE EXTENSION pg_dlock_sql" \
+	"CREATE OR REPLACE VIEW dlock.lock_owners AS SELECT l.lock_name, l.owner_token, l.fencing_seq AS fencing_token, l.lease_until FROM dlock.distributed_lock l WHERE l.owner_token IS NOT NULL AND l.lease_until IS NOT NULL" >/dev/null
+surface $views_db >"$scratch/surface-views"
+views_diff=$(diff "$scratch/surface-c" "$scratch/surface-views" | grep -c '^[<>]')
+views_owners=$(diff "$scratch/surface-c" "$scratch/surface-views" | grep -c '^[<>] view lock_owners ')
+check "negative control: a view with the same columns and another definition fails that comparison ($views_diff lines differ, $views_owners of dlock.lock_owners)" \
+	test "$views_diff $views_owners" = "2 2"
 
-# --- 4a. the update from 1.3 to 1.4 ----------------------------------------------------
-# ALTER EXTENSION by the database owner without superuser (a trusted extension's
-# update script runs as a superuser too: it must hand what it creates to the owner)
+# --- 4a. the updates: from 1.4 to 1.4.1, and from 1.3 and 1.2 ----------------------
+# 1.4.1: the nil UUID names no lease in renew, release and release_all
+# (NULL, false, 0, as in the C extension); 1.4 refused it there (22023).
+# ALTER EXTENSION by the database owner without superuser (a trusted
+# extension's update script runs as a superuser too: it must hand what it
+# creates to the owner)
+nil_up_db=dlock_sqled_update_nil
+owner_database $nil_up_db $owner
+nil_tok=$(AS=$owner q $nil_up_db "CREATE EXTENSION pg_dlock_sql VERSION '1.4'" \
+	"SELECT fencing_token FROM dlock.try_acquire('up:nil', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
+nil_before=$(AS=$owner sqlstate $nil_up_db "SELECT dlock.release('up:nil', '$nil')")
+nil_state=$(AS=$owner sqlstate $nil_up_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+nil_after=$(AS=$owner q $nil_up_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
+	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" \
+	"SELECT dlock.release('up:nil', '$nil')" "SELECT dlock.renew('up:nil', '$nil', '1 hour') IS NULL" \
+	"SELECT dlock.release_all(ARRAY['up:nil'], '$nil')" \
+	"SELECT fencing_token FROM dlock.lock_holders WHERE lock_name = 'up:nil'" | tr '\n' ' ')
+read -r nil_version nil_super nil_release nil_renew nil_release_all nil_kept <<<"$nil_after"
+check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.4 by the owner without superuser ($nil_state; version $nil_version, superuser-owned functions: $nil_super)" \
+	test "$nil_state $nil_version $nil_super" = "ok $version 0"
+check "release with the nil UUID: 22023 in 1.4, false after the update, as renew (NULL) and release_all (0); the lease is kept ($nil_before; $nil_release $nil_renew $nil_release_all $nil_kept)" \
+	test "$nil_before $nil_release $nil_renew $nil_release_all $nil_kept" = "22023 f t 0 $nil_tok"
+surface $nil_up_db >"$scratch/surface-up-nil"
+diff "$scratch/surface-sql" "$scratch/surface-up-nil" >"$scratch/surface-up-nil.diff"
+head -n 20 "$scratch/surface-up-nil.diff"
+check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-nil.diff"
+tests/sql_edition/api.sh $nil_up_db $owner sql >"$scratch/api-up-nil.log" 2>&1
+grep FAILED "$scratch/api-up-nil.log"
+check "shared API tests pass on the database updated from 1.4 ($(tail -n 1 "$scratch/api-up-nil.log"))" grep -q ' 0 failed$' "$scratch/api-up-nil.log"
+
+# from 1.3, through the steps to 1.4 and to 1.4.1
 up_db=dlock_sqled_update
 owner_database $up_db $owner
 AS=$owner q $up_db "CREATE EXTENSION pg_dlock_sql VERSION '1.3'" >/dev/null
@@ -103,7 +159,7 @@ check "1.3 grants under dlock.durability = fenced ($up_fenced)" test "$up_fenced
 up_state=$(AS=$owner sqlstate $up_db "ALTER EXTENSION pg_dlock_sql UPDATE")
 up_version=$(q $up_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'")
 check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.3 by the owner without superuser ($up_state, now $up_version)" \
-	test "$up_state" = ok -a "$up_version" = 1.4
+	test "$up_state" = ok -a "$up_version" = "$version"
 up_super=$(q $up_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper")
 check "after the update no function of the SQL edition runs with a superuser's rights" test "$up_super" = 0
 up_kept=$(AS=$owner q $up_db "SELECT string_agg(lock_name || ' ' || kind || ' ' || fencing_token, ', ' ORDER BY lock_name) FROM dlock.lock_holders WHERE lock_name LIKE 'up:%'")
@@ -111,53 +167,63 @@ check "the leases held across the update are kept ($up_kept)" test "$up_kept" = 
 surface $up_db >"$scratch/surface-up"
 diff "$scratch/surface-sql" "$scratch/surface-up" >"$scratch/surface-up.diff"
 head -n 20 "$scratch/surface-up.diff"
-check "the updated database has the surface of a new 1.4 installation" test ! -s "$scratch/surface-up.diff"
+check "the updated database has the surface of a new $version installation" test ! -s "$scratch/surface-up.diff"
 up_refused=$(AS=$owner sqlstate $up_db "SET dlock.durability = fenced" "SELECT dlock.renew('up:ex', '00000000-0000-0000-0000-0000000000a1', '1 hour')")
-check "under dlock.durability = fenced 1.4 refuses to renew a lease 1.3 granted ($up_refused)" test "$up_refused" = 0A000
+check "under dlock.durability = fenced $version refuses to renew a lease 1.3 granted ($up_refused)" test "$up_refused" = 0A000
 up_dg=$(AS=$owner q $up_db "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
 check "... and downgrades it without ($up_dg > $up_ex)" test "${up_dg:-0}" -gt "$up_ex"
 tests/sql_edition/api.sh $up_db $owner sql >"$scratch/api-up.log" 2>&1
 grep FAILED "$scratch/api-up.log"
 check "shared API tests pass on the updated database ($(tail -n 1 "$scratch/api-up.log"))" grep -q ' 0 failed$' "$scratch/api-up.log"
-# the longer way, from 1.2 through both steps
+# the longer way, from 1.2 through every step
 up2_db=dlock_sqled_update2
 owner_database $up2_db $owner
 AS=$owner q $up2_db "CREATE EXTENSION pg_dlock_sql VERSION '1.2'" >/dev/null
 up2_state=$(AS=$owner sqlstate $up2_db "ALTER EXTENSION pg_dlock_sql UPDATE")
 up2=$(q $up2_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
 	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" | tr '\n' ' ')
-check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through both steps ($up2_state; version, superuser-owned functions: $up2)" \
-	test "$up2_state $up2" = "ok 1.4 0 "
+check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through every step ($up2_state; version, superuser-owned functions: $up2)" \
+	test "$up2_state $up2" = "ok $version 0 "
 surface $up2_db >"$scratch/surface-up2"
 diff "$scratch/surface-sql" "$scratch/surface-up2" >"$scratch/surface-up2.diff"
 head -n 20 "$scratch/surface-up2.diff"
-check "... to the surface of a new 1.4 installation" test ! -s "$scratch/surface-up2.diff"
+check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up2.diff"
 
-# psql -f: a 1.3 and a 1.2 installation (installers generated from their
-# sources) updated by dist/pg_dlock_sql-upgrade.sql
+# psql -f: a 1.4, a 1.3 and a 1.2 installation (installers generated from
+# their sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-for from in 1.3 1.2; do
+for from in 1.4 1.3 1.2; do
 	mkdir -p "$scratch/v$from"
 	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
-	[ $from = 1.3 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
+	[ $from != 1.2 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
+	[ $from = 1.4 ] && cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/"
 	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
 	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
 	owner_database $up_plain $owner
 	psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f "$scratch/v$from/dist/pg_dlock_sql-install.sql" >"$scratch/plain-$from.log" 2>&1
 	p_ex=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.try_acquire('up:ex', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
 	p_before=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced', '1 minute')")
+	p_nil_before=$(AS=$owner sqlstate $up_plain "SELECT dlock.release('up:ex', '$nil')")
 	psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql >"$scratch/plain-up-$from.log" 2>&1
 	check "pg_dlock_sql-upgrade.sql updates a psql -f installation from $from ($(tr '\n' ' ' <"$scratch/plain-up-$from.log"))" \
-		test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = 1.4
+		test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = "$version"
 	surface $up_plain >"$scratch/surface-up-plain"
 	diff "$scratch/surface-sql" "$scratch/surface-up-plain" >"$scratch/surface-up-plain.diff"
 	head -n 20 "$scratch/surface-up-plain.diff"
-	check "... to the surface of a new 1.4 installation" test ! -s "$scratch/surface-up-plain.diff"
+	check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-plain.diff"
 	p_after=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced-2', '1 minute')")
-	check "... under dlock.durability = fenced $from grants, 1.4 refuses ($p_before, $p_after)" \
-		test "$p_before $p_after" = "ok 0A000"
+	if [ $from = 1.4 ]; then
+		check "... under dlock.durability = fenced 1.4 refuses, and so does $version ($p_before, $p_after)" \
+			test "$p_before $p_after" = "0A000 0A000"
+	else
+		check "... under dlock.durability = fenced $from grants, $version refuses ($p_before, $p_after)" \
+			test "$p_before $p_after" = "ok 0A000"
+	fi
+	p_nil_after=$(AS=$owner q $up_plain "SELECT dlock.release('up:ex', '$nil')")
+	check "... release with the nil UUID: 22023 in $from, false in $version ($p_nil_before, $p_nil_after)" \
+		test "$p_nil_before $p_nil_after" = "22023 f"
 	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
-	check "... keeping the lease held across it, which 1.4 downgrades ($p_dg > $p_ex)" test "${p_dg:-0}" -gt "${p_ex:-0}"
+	check "... keeping the lease held across it, which $version downgrades ($p_dg > $p_ex)" test "${p_dg:-0}" -gt "${p_ex:-0}"
 done
 
 # --- 3. one edition per database; the schema's owner ---------------------------------
@@ -194,12 +260,13 @@ check "shared API tests pass on the psql -f installation ($(tail -n 1 "$scratch/
 again=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql 2>&1)
 check "running the installer again is refused (the schema exists)" grep -q 'already contains objects' <<<"$again"
 current=$(psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql 2>&1)
-check "the upgrade script on a current installation says so ($current)" grep -q 'is at 1.4' <<<"$current"
+check "the upgrade script on a current installation says so ($current)" grep -q "is at $version\$" <<<"$current"
 # a made-up next version: the upgrade script applies its step once
 mkdir -p "$scratch/next"
 cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--*.sql "$scratch/next/"
-sed -i "s/^default_version = .*/default_version = '1.4.1'/" "$scratch/next/pg_dlock_sql.control"
-cat >"$scratch/next/pg_dlock_sql--1.4--1.4.1.sql" <<'SQL'
+next=$version.1
+sed -i "s/^default_version = .*/default_version = '$next'/" "$scratch/next/pg_dlock_sql.control"
+cat >"$scratch/next/pg_dlock_sql--$version--$next.sql" <<'SQL'
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE" to load this file. \quit
 CREATE FUNCTION dlock.test_step_marker() RETURNS text LANGUAGE sql AS $$ SELECT 'step applied' $$;
 SQL
@@ -207,9 +274,9 @@ sql_edition/build.sh "$scratch/next" "$scratch/next/dist" >/dev/null
 lock_before=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.try_acquire('plain:kept', '1 hour')")
 psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade.log" 2>&1
 upgraded=$(AS=$owner q $plain_db "SELECT version FROM dlock.plain_install" "SELECT dlock.test_step_marker()" | tr '\n' ' ')
-check "the upgrade script applies the step above the installed version ($upgraded)" test "$upgraded" = "1.4.1 step applied "
+check "the upgrade script applies the step above the installed version ($upgraded)" test "$upgraded" = "$next step applied "
 psql -X -q -U $owner -d $plain_db -v ON_ERROR_STOP=1 -f "$scratch/next/dist/pg_dlock_sql-upgrade.sql" >"$scratch/upgrade2.log" 2>&1
-check "running it again changes nothing" grep -q 'is at 1.4.1' "$scratch/upgrade2.log"
+check "running it again changes nothing" grep -q "is at $next\$" "$scratch/upgrade2.log"
 lock_after=$(AS=$owner q $plain_db "SELECT fencing_token FROM dlock.locks WHERE lock_name = 'plain:kept' AND state = 'held'")
 check "a lease held across the upgrade is kept" test "$lock_after" = "$lock_before"
 
@@ -228,8 +295,8 @@ check "the pg_tle script calls pgtle.install_extension(name, version, descriptio
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
 tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the steps to 1.3 and 1.4, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4 pg_dlock_sql 1.4 "
+check "... pgtle.install_update_path for the steps to 1.3, 1.4 and 1.4.1, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1 pg_dlock_sql $version "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -237,10 +304,10 @@ check "... pgtle.install_update_path for the steps to 1.3 and 1.4, and pgtle.set
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-for step in 1.2--1.3 1.3--1.4; do
+for step in 1.2--1.3 1.3--1.4 1.4--1.4.1; do
 	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
 done
-printf "default_version = '1.4'\nrelocatable = false\n" >"$share/pg_dlock_sqled_tle_test.control"
+printf "default_version = '%s'\nrelocatable = false\n" "$version" >"$share/pg_dlock_sqled_tle_test.control"
 q $tle_db "DROP SCHEMA pgtle CASCADE" >/dev/null 2>&1
 q postgres "ALTER ROLE $owner SUPERUSER" >/dev/null
 tle_created=$(AS=$owner sqlstate $tle_db "CREATE EXTENSION pg_dlock_sqled_tle_test")
@@ -326,7 +393,7 @@ check "a new name on the promoted server starts in generation 2 (its timeline)" 
 
 stop_server "$PG_BINDIR" "$standby" immediate
 stop_server "$PG_BINDIR" "$other" immediate
-for db in $ext_db $up_db $up2_db $up_plain $attack_db $plain_db $tle_db; do
+for db in $ext_db $views_db $nil_up_db $up_db $up2_db $up_plain $attack_db $plain_db $tle_db; do
 	psql -X -q -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
 done
 q "$PGDATABASE" "DROP OWNED BY regress_sqled_app" >/dev/null 2>&1

@@ -5,8 +5,10 @@
 # /var/cache/pg_dlock/npm-postgres). For each version, on a cluster of its
 # own: CREATE EXTENSION pg_dlock_sql by a database owner without superuser,
 # the shared SQL API tests (tests/sql_edition/api.sh), a lease and its token
-# across a crash, the update from 1.3 by that owner (a grant under
-# dlock.durability = fenced: 1.3 makes it, 1.4 refuses it), and the psql -f installer.
+# across a crash, the update from 1.3 through every step by that owner (a
+# grant under dlock.durability = fenced: 1.3 makes it, 1.4 refuses it; a
+# release with the nil UUID: 1.3 refuses it, 1.4.1 finds no lease), and the
+# psql -f installer.
 # DLOCK_SQL_EDITION_VERSIONS="13 18" limits the versions.
 set -uo pipefail
 cd "$DLOCK_ROOT"
@@ -17,6 +19,8 @@ cd "$DLOCK_ROOT"
 scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition-matrix.XXXXXX")
 chmod 777 "$scratch"
 owner=regress_sqled_owner
+ext_version=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" sql_edition/pg_dlock_sql.control)
+nil=00000000-0000-0000-0000-000000000000
 export PGHOST=127.0.0.1 PGUSER=postgres
 
 for major in ${DLOCK_SQL_EDITION_VERSIONS:-13 14 16 17 18}; do
@@ -57,15 +61,20 @@ for major in ${DLOCK_SQL_EDITION_VERSIONS:-13 14 16 17 18}; do
 		"SELECT fencing_token FROM dlock.try_acquire('matrix:update', '1 hour', '00000000-0000-0000-0000-0000000000a1')")
 	fenced="SET dlock.durability = fenced"
 	before=$(AS=$owner sqlstate updated "$fenced" "SELECT dlock.try_acquire('matrix:fenced', '1 minute')")
+	nil_before=$(AS=$owner sqlstate updated "SELECT dlock.release('matrix:update', '$nil')")
 	up_state=$(AS=$owner sqlstate updated "ALTER EXTENSION pg_dlock_sql UPDATE")
 	after=$(AS=$owner sqlstate updated "$fenced" "SELECT dlock.renew('matrix:update', '00000000-0000-0000-0000-0000000000a1', '1 hour')")
 	up=$(AS=$owner q updated "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
 		"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" \
+		"SELECT dlock.release('matrix:update', '$nil')" \
 		"SELECT fencing_token > $up_tok FROM dlock.downgrade('matrix:update', '00000000-0000-0000-0000-0000000000a1')" | tr '\n' ' ')
-	check "PostgreSQL $version: ALTER EXTENSION pg_dlock_sql UPDATE from 1.3 by the owner ($up_state: version, superuser-owned functions, the lease kept and downgraded: $up)" \
-		test "$up_state $up" = "ok 1.4 0 t "
-	check "PostgreSQL $version: under dlock.durability = fenced 1.3 grants, 1.4 refuses ($before, $after)" \
+	read -r up_version up_super nil_after up_dg <<<"$up"
+	check "PostgreSQL $version: ALTER EXTENSION pg_dlock_sql UPDATE from 1.3 by the owner ($up_state: version $up_version, superuser-owned functions $up_super, the lease kept and downgraded: $up_dg)" \
+		test "$up_state $up_version $up_super $up_dg" = "ok $ext_version 0 t"
+	check "PostgreSQL $version: under dlock.durability = fenced 1.3 grants, $ext_version refuses ($before, $after)" \
 		test "$before $after" = "ok 0A000"
+	check "PostgreSQL $version: a release with the nil UUID: 1.3 refuses it, $ext_version finds no lease ($nil_before, $nil_after)" \
+		test "$nil_before $nil_after" = "22023 f"
 
 	owner_database plain $owner
 	psql -X -q -U $owner -d plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-install.sql >"$dir/plain.log" 2>&1
