@@ -8,8 +8,11 @@ faults while they run, capture the final database state, and hand the run
 directory to checker.py; also writes the run's history in the standard format
 (standard_history.py). Prints a table and writes tests/faults/results/latest.md.
 
-Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH]
-Run through tests/faults/run.sh, which builds the worker first.
+Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH] [--edition c|sql]
+Run through tests/faults/run.sh, which builds the worker first. With --edition
+sql the servers run without the library and the database has the SQL edition
+(CREATE EXTENSION pg_dlock_sql, docs/sql-edition.md); scenarios of what it does
+not offer are skipped, each with its reason (not_in_sql_edition below).
 """
 
 import argparse
@@ -50,6 +53,14 @@ SCRATCH = f"/tmp/faults-{os.getpid()}"
 
 LOCKS = ["L1", "L2", "L3"]
 LOCK_TIMEOUT_MS = 800
+
+# The two editions (docs/sql-edition.md): the extension each database gets,
+# and the settings every server of a run starts with.
+EDITIONS = {
+    "c": {"extension": "pg_dlock", "settings": {}},
+    # No library at all: pg-cluster.sh preloads pg_dlock, the last line wins.
+    "sql": {"extension": "pg_dlock_sql", "settings": {"shared_preload_libraries": "''"}},
+}
 
 PROFILES = {
     # seconds of workload per scenario, workers, lease ttl; each scenario repeats
@@ -165,11 +176,12 @@ class Server:
 
 
 
-def make_template():
+def make_template(edition):
     """initdb once per harness run; every scenario copies it."""
     t = Server("template", free_ports(1)[0])
     t.destroy()
-    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(t.port)], capture_output=True,
+    settings = [a for k, v in EDITIONS[edition]["settings"].items() for a in ("-c", f"{k} = {v}")]
+    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(t.port)] + settings, capture_output=True,
                        text=True)
     if r.returncode != 0:
         raise RuntimeError(f"could not create the template cluster: {r.stderr}{t.log_tail()}")
@@ -179,7 +191,7 @@ def make_template():
 
 
 SCHEMA = """
-CREATE EXTENSION pg_dlock;
+CREATE EXTENSION {extension};
 DO $$ BEGIN CREATE ROLE faults_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 CREATE TABLE res_g (id text PRIMARY KEY, counter bigint NOT NULL DEFAULT 0,
                     token bigint NOT NULL DEFAULT 0, writer text);
@@ -269,7 +281,8 @@ class Run:
             os.chmod(self.primary.faketime_file, 0o644)
         self.primary.start_fresh(s, self.h.template)
         self.primary.psql("CREATE DATABASE faults", db="postgres")
-        self.primary.psql(SCHEMA.format(locks=",".join(f"'{l}'" for l in LOCKS),
+        self.primary.psql(SCHEMA.format(extension=EDITIONS[self.h.edition]["extension"],
+                                        locks=",".join(f"'{l}'" for l in LOCKS),
                                         lock_timeout=LOCK_TIMEOUT_MS))
         if self.sc.get("fencing", True):
             self.primary.psql(FENCING_TRIGGERS)
@@ -498,6 +511,7 @@ pidfile = {d}/pgbouncer.pid
         info = {k: v for k, v in self.sc.items() if k != "run"}
         info["ttl_ms"] = self.ttl_ms
         info["profile"] = self.h.profile_name
+        info["edition"] = self.h.edition
         with open(os.path.join(self.dir, "scenario.json"), "w") as f:
             json.dump(info, f)
         self.events.close()
@@ -1278,6 +1292,12 @@ def s_semaphore(run):
 # standard_expect_violations: a negative control whose fault the standard
 # history shows (check_standard_history.py must flag it); the other negative
 # controls break what that model does not cover.
+# not_in_sql_edition: why the scenario is skipped with --edition sql (what it
+# needs that the SQL edition does not offer, docs/sql-edition.md); every other
+# scenario runs against both editions with the same checks.
+NOT_SESSION_BOUND = "session-bound leases: the SQL edition refuses session_bound => true (55000)"
+NOT_FENCED = ("fenced grants and the token epoch: the SQL edition refuses "
+              "dlock.durability = fenced (0A000) and commits every grant durably")
 SCENARIOS = [
     {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
     {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay,
@@ -1314,17 +1334,20 @@ SCENARIOS = [
     # ttl 2 s, so that a killed holder's lease has time left to judge by.
     {"name": "16-session-bound", "title": "session-bound leases, holders SIGKILLed or paused",
      "run": s_session_bound, "ttl_ms": 2000,
-     "checks": {"session_takeover": True}},
+     "checks": {"session_takeover": True}, "not_in_sql_edition": NOT_SESSION_BOUND},
     # The harness's own grants go to history/h.jsonl, so the standard history has them too.
     {"name": "17-fenced-crash", "title": "fenced grants (no WAL flush wait), crash restarts lose some",
-     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1}},
+     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1},
+     "not_in_sql_edition": NOT_FENCED},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True,
      "standard_expect_violations": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
      "run": s_async_failover, "ignore_timeline": True, "negative_control": True,
      "checks": {"async_loss": True},
-     "standard_expect_violations": True},
+     "standard_expect_violations": True,
+     "not_in_sql_edition": "the switch that turns the timeline bits off (dlock.test_ignore_timeline) "
+                           "is the C extension's; the SQL edition has no test settings"},
     {"name": "N3-clock-outside-allowance",
      "title": "negative control: client clock x0.7, outside the 5% allowance",
      "run": s_client_clock, "rates": ["0.7", "0.7"], "negative_control": True,
@@ -1345,12 +1368,12 @@ SCENARIOS = [
      "title": "negative control: holders SIGKILLed, leases not session-bound",
      "run": s_session_bound, "ttl_ms": 2000, "session_bound": False,
      "negative_control": True, "checks": {"session_takeover": True},
-     "expect_violations": ["extra"]},
+     "expect_violations": ["extra"], "not_in_sql_edition": NOT_SESSION_BOUND},
     {"name": "N8-fenced-crash-no-epoch",
      "title": "negative control: fenced grants through crashes, token epoch never moved",
      "run": s_fenced_crash, "min_duration": 16, "ignore_epoch": True, "negative_control": True,
      "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
-     "standard_expect_violations": True},
+     "standard_expect_violations": True, "not_in_sql_edition": NOT_FENCED},
 ]
 
 
@@ -1363,10 +1386,13 @@ class Harness:
         self.force_pqxx = args.pqxx
         self.client_everywhere = args.client_everywhere
         self.worker = args.worker
+        self.edition = args.edition
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}")
+        suffix = "" if args.edition == "c" else "-sql-edition"
+        self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}{suffix}")
         os.makedirs(self.run_root, exist_ok=True)
         self.template = None
+        self.skipped = []  # scenarios the edition does not run, with the reason
 
     def run_one(self, sc):
         run = Run(self, sc)
@@ -1407,10 +1433,15 @@ class Harness:
         return summary
 
     def run(self, only):
-        self.template = make_template()
+        self.template = make_template(self.edition)
         results = []
         try:
             for sc in SCENARIOS:
+                if self.edition == "sql" and sc.get("not_in_sql_edition"):
+                    print(f"--- {sc['name']}: skipped with the SQL edition: {sc['not_in_sql_edition']}",
+                          flush=True)
+                    self.skipped.append({"scenario": sc["name"], "reason": sc["not_in_sql_edition"]})
+                    continue
                 if only and not any(o in sc["name"] for o in only):
                     continue
                 sc = dict(sc)
@@ -1438,9 +1469,10 @@ def fmt_ms(v):
     return "-" if v is None else f"{v:.0f}"
 
 
-def table(results, profile, machine):
+def table(results, profile, machine, edition="c", skipped=()):
     lines = [
-        f"# Fault-injection results ({profile} profile)",
+        f"# Fault-injection results ({profile} profile)" if edition == "c" else
+        f"# Fault-injection results ({profile} profile, SQL edition pg_dlock_sql)",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
         "Invariants: (1) accepted tokens never decrease per resource; (2) no interleaved writes on",
@@ -1478,6 +1510,9 @@ def table(results, profile, machine):
                      f"{r['writes_refused']} | {v} | "
                      f"{fmt_ms(r['recovery_median_ms'])} | {fmt_ms(r['recovery_worst_ms'])} | "
                      f"{verdict}{note} |")
+    if skipped:
+        lines += ["", "Skipped with this edition:", ""]
+        lines += [f"- {s['scenario']}: {s['reason']}" for s in skipped]
     return "\n".join(lines) + "\n"
 
 
@@ -1500,21 +1535,26 @@ def main():
     ap.add_argument("--pqxx", action="store_true", help="workers use libpqxx, not the client library")
     ap.add_argument("--client-everywhere", action="store_true",
                     help="use the client library in scenario 12 (PgBouncer) too")
-    ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
+    ap.add_argument("--edition", choices=sorted(EDITIONS), default="c",
+                    help="c: pg_dlock, preloaded; sql: pg_dlock_sql, no library")
+    ap.add_argument("--results", help="the results table (default results/latest.md, "
+                                      "results/latest-sql-edition.md with --edition sql)")
     ap.add_argument("--summary-json", help="also write the per-scenario results here")
     args = ap.parse_args()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     prune_old_runs()
     h = Harness(args)
-    print(f"fault harness: profile {args.profile}, seed {args.seed}, runs in {h.run_root}")
+    print(f"fault harness: profile {args.profile}, edition {EDITIONS[args.edition]['extension']}, "
+          f"seed {args.seed}, runs in {h.run_root}")
     results = h.run(args.only.split(",") if args.only else None)
-    text = table(results, args.profile, machine_name())
+    text = table(results, args.profile, machine_name(), args.edition, h.skipped)
     with open(os.path.join(h.run_root, "results.md"), "w") as f:
         f.write(text)
     with open(os.path.join(h.run_root, "results.json"), "w") as f:
         json.dump(results, f, indent=2, default=str)
     if not args.only:
-        with open(args.results, "w") as f:
+        latest = "latest.md" if args.edition == "c" else "latest-sql-edition.md"
+        with open(args.results or os.path.join(HERE, "results", latest), "w") as f:
             f.write(text)
     if args.summary_json:
         with open(args.summary_json, "w") as f:

@@ -121,7 +121,8 @@ class Run:
         settings = ["ALTER DATABASE faults SET dlock.audit = 'all'"]
         if self.spec.get("ignore_timeline"):
             settings.append("ALTER DATABASE faults SET dlock.test_ignore_timeline = on")
-        schema = SCHEMA.format(locks=",".join(f"'{l}'" for l in LOCKS), lock_timeout=800)
+        schema = SCHEMA.format(extension="pg_dlock", locks=",".join(f"'{l}'" for l in LOCKS),
+                               lock_timeout=800)
         leader.psql(schema + FENCING_TRIGGERS + ";".join(settings), db="faults")
         c.wait_healthy(time.monotonic() + 60)
 
