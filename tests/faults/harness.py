@@ -36,15 +36,11 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import checker  # noqa: E402
+from cluster import FAKETIME_LIB, PG_BINDIR, LocalServer, as_postgres  # noqa: E402
 from ports import free_ports  # noqa: E402
 import semaphore_check  # noqa: E402
 import standard_history  # noqa: E402
 
-PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
-    d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
-                for v in os.listdir("/usr/lib/postgresql")) if os.path.isdir(d))[-1]
-PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 
 # Scratch paths carry the harness's process id, so two harness runs at the same
@@ -75,116 +71,19 @@ def now_ns():
     return time.monotonic_ns()
 
 
-def as_postgres(cmd, env=None, **kw):
-    """Runs cmd as the postgres OS user when we are root."""
-    if os.getuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--"] + cmd
-    return subprocess.run(cmd, env=env, **kw)
-
-
 def log(msg):
     print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
-class Server:
-    """One PostgreSQL data directory under /tmp/faults-*."""
-
-    def __init__(self, name, port):
-        self.dir = f"{SCRATCH}-{name}"
-        self.port = port
-        self.faketime_file = None
-
-    @property
-    def data(self):
-        return os.path.join(self.dir, "data")
-
-    def destroy(self):
-        subprocess.run([PG_CLUSTER, "destroy", self.dir], capture_output=True)
-
-    def start_fresh(self, settings, template):
-        """A copy of the template cluster with this port and settings."""
-        self.destroy()
-        os.makedirs(self.dir)
-        shutil.copytree(template.data, self.data, symlinks=True)
-        lines = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'"]
-        lines += [f"{k} = {v}" for k, v in settings.items()]
-        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
-            f.write("\n".join(lines) + "\n")
-        self.chown()
-        self.start()
-
-    def chown(self):
-        if os.getuid() == 0:
-            subprocess.run(["chown", "-R", "postgres:", self.dir], check=True)
-
-    def start(self):
-        if self.faketime_file:
-            # Our own pg_ctl call: the server (and every backend it forks) runs
-            # with libfaketime, its offset read from the file on every clock call.
-            cmd = ["env", f"LD_PRELOAD={FAKETIME_LIB}",
-                   f"FAKETIME_TIMESTAMP_FILE={self.faketime_file}", "FAKETIME_NO_CACHE=1",
-                   "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                   os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-l",
-                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"]
-            r = as_postgres(cmd, capture_output=True, text=True)
-        else:
-            r = subprocess.run([PG_CLUSTER, "restart", self.dir], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"could not start {self.dir}: {r.stderr}{self.log_tail()}")
-
-    def crash(self):
-        as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate",
-                     "-w", "stop"], capture_output=True)
-
-    def kill(self):
-        """SIGKILL of the postmaster (scripts/pg-cluster.sh kill): no shutdown at all."""
-        subprocess.run([PG_CLUSTER, "kill", self.dir], capture_output=True, check=True)
-
-    def stop(self):
-        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
-            as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "fast",
-                         "-w", "stop"], capture_output=True)
-
-    def promote(self):
-        r = as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
-                         "promote"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"promote failed: {r.stderr}")
-
-    def log_tail(self, n=20):
-        try:
-            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def psql(self, sql, db="faults", check=True, timeout=30):
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="postgres",
-                   PGDATABASE=db, PGCONNECT_TIMEOUT="5")
-        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           env=env, capture_output=True, text=True, timeout=timeout)
-        if check and r.returncode != 0:
-            raise RuntimeError(f"psql on {self.port} failed: {r.stderr.strip()}")
-        return r.stdout.strip()
-
-    def psql_try(self, sql, db="faults", timeout=10):
-        try:
-            return self.psql(sql, db=db, timeout=timeout)
-        except (RuntimeError, subprocess.TimeoutExpired):
-            return None
-
-
+def local_server(name, port):
+    """A server of the local back-end (cluster.py) under /tmp/faults-<pid>-<name>."""
+    return LocalServer(f"{SCRATCH}-{name}", port, db="faults")
 
 
 def make_template(edition):
     """initdb once per harness run; every scenario copies it."""
-    t = Server("template", free_ports(1)[0])
-    t.destroy()
-    settings = [a for k, v in EDITIONS[edition]["settings"].items() for a in ("-c", f"{k} = {v}")]
-    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(t.port)] + settings, capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"could not create the template cluster: {r.stderr}{t.log_tail()}")
+    t = local_server("template", free_ports(1)[0])
+    t.create(f"{k} = {v}" for k, v in EDITIONS[edition]["settings"].items())
     t.stop()
     # The template's own port line is overridden by the copies (last one wins).
     return t
@@ -244,7 +143,7 @@ class Run:
         self.workers = {}
         (self.port_primary, self.port_standby, self.port_proxy, self.port_bouncer,
          self.port_repl_proxy) = free_ports(5)
-        self.primary = Server(scenario["name"], self.port_primary)
+        self.primary = local_server(scenario["name"], self.port_primary)
         self.servers = [self.primary]
         self.standby = None
         self.current = self.primary  # the server the final state is read from
@@ -291,7 +190,7 @@ class Run:
         """A streaming standby of source (default: the primary) by pg_basebackup -R;
         sync = named in source's synchronous_standby_names."""
         source = source or self.primary
-        sb = Server(f"{self.sc['name']}-{label}", port or self.port_standby)
+        sb = local_server(f"{self.sc['name']}-{label}", port or self.port_standby)
         sb.destroy()
         self.servers.append(sb)
         os.makedirs(sb.dir)
@@ -1083,16 +982,16 @@ ELECTION = "E"
 
 
 class Election:
-    """The candidates and observers of the election scenario (fault_elector
-    processes). Candidates write histories like the workers' (history/), so the
+    """The candidates and observers of the election scenario (fault_worker
+    --mode elector processes). Candidates write histories like the workers' (history/), so the
     usual invariants apply to their fenced writes; observers write the leaders
     they report to observers/. A process replaced after a fault gets a new id."""
 
     def __init__(self, run):
         self.run = run
-        self.binary = os.path.join(os.path.dirname(run.h.worker), "fault_elector")
-        if not os.access(self.binary, os.X_OK):
-            raise RuntimeError(f"{self.binary} is missing (it needs the C++ client library)")
+        probe = subprocess.run([run.h.worker, "--mode", "elector"], capture_output=True, text=True)
+        if "needs the client library" in probe.stderr:
+            raise RuntimeError(f"{run.h.worker} has no elector mode (it needs the C++ client library)")
         os.makedirs(os.path.join(run.dir, "observers"), exist_ok=True)
         self.candidates = {}
         self.observers = {}
@@ -1104,7 +1003,7 @@ class Election:
     def _start(self, role, out_dir, extra):
         self.started += 1
         pid_name = f"{'c' if role == 'candidate' else 'o'}{self.started}"
-        args = [self.binary, "--role", role, "--id", pid_name, "--conninfo", self.run.conninfo(),
+        args = [self.run.h.worker, "--mode", "elector", "--role", role, "--id", pid_name, "--conninfo", self.run.conninfo(),
                 "--out", os.path.join(self.run.dir, out_dir, f"{pid_name}.jsonl"),
                 "--election", ELECTION, "--ttl-ms", str(self.run.ttl_ms),
                 "--duration-ms", str(self.run.duration_ms + 60000)] + extra
