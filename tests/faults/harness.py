@@ -8,8 +8,11 @@ faults while they run, capture the final database state, and hand the run
 directory to checker.py; also writes the run's history in the standard format
 (standard_history.py). Prints a table and writes tests/faults/results/latest.md.
 
-Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH]
-Run through tests/faults/run.sh, which builds the worker first.
+Usage: harness.py --profile quick|full|soak [--only NAME,...] [--worker PATH] [--edition c|sql]
+Run through tests/faults/run.sh, which builds the worker first. With --edition
+sql the servers run without the library and the database has the SQL edition
+(CREATE EXTENSION pg_dlock_sql, docs/sql-edition.md); scenarios of what it does
+not offer are skipped, each with its reason (not_in_sql_edition below).
 """
 
 import argparse
@@ -33,15 +36,11 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import checker  # noqa: E402
+from cluster import FAKETIME_LIB, PG_BINDIR, LocalServer, as_postgres  # noqa: E402
 from ports import free_ports  # noqa: E402
 import semaphore_check  # noqa: E402
 import standard_history  # noqa: E402
 
-PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
-    d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
-                for v in os.listdir("/usr/lib/postgresql")) if os.path.isdir(d))[-1]
-PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 
 # Scratch paths carry the harness's process id, so two harness runs at the same
@@ -50,6 +49,14 @@ SCRATCH = f"/tmp/faults-{os.getpid()}"
 
 LOCKS = ["L1", "L2", "L3"]
 LOCK_TIMEOUT_MS = 800
+
+# The two editions (docs/sql-edition.md): the extension each database gets,
+# and the settings every server of a run starts with.
+EDITIONS = {
+    "c": {"extension": "pg_dlock", "settings": {}},
+    # No library at all: pg-cluster.sh preloads pg_dlock, the last line wins.
+    "sql": {"extension": "pg_dlock_sql", "settings": {"shared_preload_libraries": "''"}},
+}
 
 PROFILES = {
     # seconds of workload per scenario, workers, lease ttl; each scenario repeats
@@ -64,122 +71,26 @@ def now_ns():
     return time.monotonic_ns()
 
 
-def as_postgres(cmd, env=None, **kw):
-    """Runs cmd as the postgres OS user when we are root."""
-    if os.getuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--"] + cmd
-    return subprocess.run(cmd, env=env, **kw)
-
-
 def log(msg):
     print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
-class Server:
-    """One PostgreSQL data directory under /tmp/faults-*."""
-
-    def __init__(self, name, port):
-        self.dir = f"{SCRATCH}-{name}"
-        self.port = port
-        self.faketime_file = None
-
-    @property
-    def data(self):
-        return os.path.join(self.dir, "data")
-
-    def destroy(self):
-        subprocess.run([PG_CLUSTER, "destroy", self.dir], capture_output=True)
-
-    def start_fresh(self, settings, template):
-        """A copy of the template cluster with this port and settings."""
-        self.destroy()
-        os.makedirs(self.dir)
-        shutil.copytree(template.data, self.data, symlinks=True)
-        lines = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'"]
-        lines += [f"{k} = {v}" for k, v in settings.items()]
-        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
-            f.write("\n".join(lines) + "\n")
-        self.chown()
-        self.start()
-
-    def chown(self):
-        if os.getuid() == 0:
-            subprocess.run(["chown", "-R", "postgres:", self.dir], check=True)
-
-    def start(self):
-        if self.faketime_file:
-            # Our own pg_ctl call: the server (and every backend it forks) runs
-            # with libfaketime, its offset read from the file on every clock call.
-            cmd = ["env", f"LD_PRELOAD={FAKETIME_LIB}",
-                   f"FAKETIME_TIMESTAMP_FILE={self.faketime_file}", "FAKETIME_NO_CACHE=1",
-                   "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                   os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-l",
-                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"]
-            r = as_postgres(cmd, capture_output=True, text=True)
-        else:
-            r = subprocess.run([PG_CLUSTER, "restart", self.dir], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"could not start {self.dir}: {r.stderr}{self.log_tail()}")
-
-    def crash(self):
-        as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate",
-                     "-w", "stop"], capture_output=True)
-
-    def kill(self):
-        """SIGKILL of the postmaster (scripts/pg-cluster.sh kill): no shutdown at all."""
-        subprocess.run([PG_CLUSTER, "kill", self.dir], capture_output=True, check=True)
-
-    def stop(self):
-        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
-            as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "fast",
-                         "-w", "stop"], capture_output=True)
-
-    def promote(self):
-        r = as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
-                         "promote"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"promote failed: {r.stderr}")
-
-    def log_tail(self, n=20):
-        try:
-            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def psql(self, sql, db="faults", check=True, timeout=30):
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="postgres",
-                   PGDATABASE=db, PGCONNECT_TIMEOUT="5")
-        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           env=env, capture_output=True, text=True, timeout=timeout)
-        if check and r.returncode != 0:
-            raise RuntimeError(f"psql on {self.port} failed: {r.stderr.strip()}")
-        return r.stdout.strip()
-
-    def psql_try(self, sql, db="faults", timeout=10):
-        try:
-            return self.psql(sql, db=db, timeout=timeout)
-        except (RuntimeError, subprocess.TimeoutExpired):
-            return None
+def local_server(name, port):
+    """A server of the local back-end (cluster.py) under /tmp/faults-<pid>-<name>."""
+    return LocalServer(f"{SCRATCH}-{name}", port, db="faults")
 
 
-
-
-def make_template():
+def make_template(edition):
     """initdb once per harness run; every scenario copies it."""
-    t = Server("template", free_ports(1)[0])
-    t.destroy()
-    r = subprocess.run([PG_CLUSTER, "start", t.dir, str(t.port)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"could not create the template cluster: {r.stderr}{t.log_tail()}")
+    t = local_server("template", free_ports(1)[0])
+    t.create(f"{k} = {v}" for k, v in EDITIONS[edition]["settings"].items())
     t.stop()
     # The template's own port line is overridden by the copies (last one wins).
     return t
 
 
 SCHEMA = """
-CREATE EXTENSION pg_dlock;
+CREATE EXTENSION {extension};
 DO $$ BEGIN CREATE ROLE faults_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 CREATE TABLE res_g (id text PRIMARY KEY, counter bigint NOT NULL DEFAULT 0,
                     token bigint NOT NULL DEFAULT 0, writer text);
@@ -232,7 +143,7 @@ class Run:
         self.workers = {}
         (self.port_primary, self.port_standby, self.port_proxy, self.port_bouncer,
          self.port_repl_proxy) = free_ports(5)
-        self.primary = Server(scenario["name"], self.port_primary)
+        self.primary = local_server(scenario["name"], self.port_primary)
         self.servers = [self.primary]
         self.standby = None
         self.current = self.primary  # the server the final state is read from
@@ -269,7 +180,8 @@ class Run:
             os.chmod(self.primary.faketime_file, 0o644)
         self.primary.start_fresh(s, self.h.template)
         self.primary.psql("CREATE DATABASE faults", db="postgres")
-        self.primary.psql(SCHEMA.format(locks=",".join(f"'{l}'" for l in LOCKS),
+        self.primary.psql(SCHEMA.format(extension=EDITIONS[self.h.edition]["extension"],
+                                        locks=",".join(f"'{l}'" for l in LOCKS),
                                         lock_timeout=LOCK_TIMEOUT_MS))
         if self.sc.get("fencing", True):
             self.primary.psql(FENCING_TRIGGERS)
@@ -278,7 +190,7 @@ class Run:
         """A streaming standby of source (default: the primary) by pg_basebackup -R;
         sync = named in source's synchronous_standby_names."""
         source = source or self.primary
-        sb = Server(f"{self.sc['name']}-{label}", port or self.port_standby)
+        sb = local_server(f"{self.sc['name']}-{label}", port or self.port_standby)
         sb.destroy()
         self.servers.append(sb)
         os.makedirs(sb.dir)
@@ -498,6 +410,7 @@ pidfile = {d}/pgbouncer.pid
         info = {k: v for k, v in self.sc.items() if k != "run"}
         info["ttl_ms"] = self.ttl_ms
         info["profile"] = self.h.profile_name
+        info["edition"] = self.h.edition
         with open(os.path.join(self.dir, "scenario.json"), "w") as f:
             json.dump(info, f)
         self.events.close()
@@ -1069,16 +982,16 @@ ELECTION = "E"
 
 
 class Election:
-    """The candidates and observers of the election scenario (fault_elector
-    processes). Candidates write histories like the workers' (history/), so the
+    """The candidates and observers of the election scenario (fault_worker
+    --mode elector processes). Candidates write histories like the workers' (history/), so the
     usual invariants apply to their fenced writes; observers write the leaders
     they report to observers/. A process replaced after a fault gets a new id."""
 
     def __init__(self, run):
         self.run = run
-        self.binary = os.path.join(os.path.dirname(run.h.worker), "fault_elector")
-        if not os.access(self.binary, os.X_OK):
-            raise RuntimeError(f"{self.binary} is missing (it needs the C++ client library)")
+        probe = subprocess.run([run.h.worker, "--mode", "elector"], capture_output=True, text=True)
+        if "needs the client library" in probe.stderr:
+            raise RuntimeError(f"{run.h.worker} has no elector mode (it needs the C++ client library)")
         os.makedirs(os.path.join(run.dir, "observers"), exist_ok=True)
         self.candidates = {}
         self.observers = {}
@@ -1090,7 +1003,7 @@ class Election:
     def _start(self, role, out_dir, extra):
         self.started += 1
         pid_name = f"{'c' if role == 'candidate' else 'o'}{self.started}"
-        args = [self.binary, "--role", role, "--id", pid_name, "--conninfo", self.run.conninfo(),
+        args = [self.run.h.worker, "--mode", "elector", "--role", role, "--id", pid_name, "--conninfo", self.run.conninfo(),
                 "--out", os.path.join(self.run.dir, out_dir, f"{pid_name}.jsonl"),
                 "--election", ELECTION, "--ttl-ms", str(self.run.ttl_ms),
                 "--duration-ms", str(self.run.duration_ms + 60000)] + extra
@@ -1278,6 +1191,12 @@ def s_semaphore(run):
 # standard_expect_violations: a negative control whose fault the standard
 # history shows (check_standard_history.py must flag it); the other negative
 # controls break what that model does not cover.
+# not_in_sql_edition: why the scenario is skipped with --edition sql (what it
+# needs that the SQL edition does not offer, docs/sql-edition.md); every other
+# scenario runs against both editions with the same checks.
+NOT_SESSION_BOUND = "session-bound leases: the SQL edition refuses session_bound => true (55000)"
+NOT_FENCED = ("fenced grants and the token epoch: the SQL edition refuses "
+              "dlock.durability = fenced (0A000) and commits every grant durably")
 SCENARIOS = [
     {"name": "01-pause", "title": "holder paused (SIGSTOP) 1.5-3x ttl", "run": s_pause},
     {"name": "02-reply-delay", "title": "replies delayed past the ttl (TCP proxy)", "run": s_delay,
@@ -1314,17 +1233,20 @@ SCENARIOS = [
     # ttl 2 s, so that a killed holder's lease has time left to judge by.
     {"name": "16-session-bound", "title": "session-bound leases, holders SIGKILLed or paused",
      "run": s_session_bound, "ttl_ms": 2000,
-     "checks": {"session_takeover": True}},
+     "checks": {"session_takeover": True}, "not_in_sql_edition": NOT_SESSION_BOUND},
     # The harness's own grants go to history/h.jsonl, so the standard history has them too.
     {"name": "17-fenced-crash", "title": "fenced grants (no WAL flush wait), crash restarts lose some",
-     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1}},
+     "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1},
+     "not_in_sql_edition": NOT_FENCED},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True,
      "standard_expect_violations": True},
     {"name": "N2-no-timeline", "title": "negative control: async failover, timeline bits off",
      "run": s_async_failover, "ignore_timeline": True, "negative_control": True,
      "checks": {"async_loss": True},
-     "standard_expect_violations": True},
+     "standard_expect_violations": True,
+     "not_in_sql_edition": "the switch that turns the timeline bits off (dlock.test_ignore_timeline) "
+                           "is the C extension's; the SQL edition has no test settings"},
     {"name": "N3-clock-outside-allowance",
      "title": "negative control: client clock x0.7, outside the 5% allowance",
      "run": s_client_clock, "rates": ["0.7", "0.7"], "negative_control": True,
@@ -1345,12 +1267,12 @@ SCENARIOS = [
      "title": "negative control: holders SIGKILLed, leases not session-bound",
      "run": s_session_bound, "ttl_ms": 2000, "session_bound": False,
      "negative_control": True, "checks": {"session_takeover": True},
-     "expect_violations": ["extra"]},
+     "expect_violations": ["extra"], "not_in_sql_edition": NOT_SESSION_BOUND},
     {"name": "N8-fenced-crash-no-epoch",
      "title": "negative control: fenced grants through crashes, token epoch never moved",
      "run": s_fenced_crash, "min_duration": 16, "ignore_epoch": True, "negative_control": True,
      "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
-     "standard_expect_violations": True},
+     "standard_expect_violations": True, "not_in_sql_edition": NOT_FENCED},
 ]
 
 
@@ -1363,10 +1285,13 @@ class Harness:
         self.force_pqxx = args.pqxx
         self.client_everywhere = args.client_everywhere
         self.worker = args.worker
+        self.edition = args.edition
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}")
+        suffix = "" if args.edition == "c" else "-sql-edition"
+        self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}{suffix}")
         os.makedirs(self.run_root, exist_ok=True)
         self.template = None
+        self.skipped = []  # scenarios the edition does not run, with the reason
 
     def run_one(self, sc):
         run = Run(self, sc)
@@ -1407,10 +1332,15 @@ class Harness:
         return summary
 
     def run(self, only):
-        self.template = make_template()
+        self.template = make_template(self.edition)
         results = []
         try:
             for sc in SCENARIOS:
+                if self.edition == "sql" and sc.get("not_in_sql_edition"):
+                    print(f"--- {sc['name']}: skipped with the SQL edition: {sc['not_in_sql_edition']}",
+                          flush=True)
+                    self.skipped.append({"scenario": sc["name"], "reason": sc["not_in_sql_edition"]})
+                    continue
                 if only and not any(o in sc["name"] for o in only):
                     continue
                 sc = dict(sc)
@@ -1438,9 +1368,10 @@ def fmt_ms(v):
     return "-" if v is None else f"{v:.0f}"
 
 
-def table(results, profile, machine):
+def table(results, profile, machine, edition="c", skipped=()):
     lines = [
-        f"# Fault-injection results ({profile} profile)",
+        f"# Fault-injection results ({profile} profile)" if edition == "c" else
+        f"# Fault-injection results ({profile} profile, SQL edition pg_dlock_sql)",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
         "Invariants: (1) accepted tokens never decrease per resource; (2) no interleaved writes on",
@@ -1478,6 +1409,9 @@ def table(results, profile, machine):
                      f"{r['writes_refused']} | {v} | "
                      f"{fmt_ms(r['recovery_median_ms'])} | {fmt_ms(r['recovery_worst_ms'])} | "
                      f"{verdict}{note} |")
+    if skipped:
+        lines += ["", "Skipped with this edition:", ""]
+        lines += [f"- {s['scenario']}: {s['reason']}" for s in skipped]
     return "\n".join(lines) + "\n"
 
 
@@ -1500,21 +1434,26 @@ def main():
     ap.add_argument("--pqxx", action="store_true", help="workers use libpqxx, not the client library")
     ap.add_argument("--client-everywhere", action="store_true",
                     help="use the client library in scenario 12 (PgBouncer) too")
-    ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.md"))
+    ap.add_argument("--edition", choices=sorted(EDITIONS), default="c",
+                    help="c: pg_dlock, preloaded; sql: pg_dlock_sql, no library")
+    ap.add_argument("--results", help="the results table (default results/latest.md, "
+                                      "results/latest-sql-edition.md with --edition sql)")
     ap.add_argument("--summary-json", help="also write the per-scenario results here")
     args = ap.parse_args()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     prune_old_runs()
     h = Harness(args)
-    print(f"fault harness: profile {args.profile}, seed {args.seed}, runs in {h.run_root}")
+    print(f"fault harness: profile {args.profile}, edition {EDITIONS[args.edition]['extension']}, "
+          f"seed {args.seed}, runs in {h.run_root}")
     results = h.run(args.only.split(",") if args.only else None)
-    text = table(results, args.profile, machine_name())
+    text = table(results, args.profile, machine_name(), args.edition, h.skipped)
     with open(os.path.join(h.run_root, "results.md"), "w") as f:
         f.write(text)
     with open(os.path.join(h.run_root, "results.json"), "w") as f:
         json.dump(results, f, indent=2, default=str)
     if not args.only:
-        with open(args.results, "w") as f:
+        latest = "latest.md" if args.edition == "c" else "latest-sql-edition.md"
+        with open(args.results or os.path.join(HERE, "results", latest), "w") as f:
             f.write(text)
     if args.summary_json:
         with open(args.summary_json, "w") as f:

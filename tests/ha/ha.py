@@ -2,8 +2,9 @@
 """tests/ha/ha.py -- failover under Patroni, checked by the fault checker.
 
 For each run: start a throwaway three-node Patroni cluster with a one-member
-etcd (tests/ha/cluster.py), create the fault harness's resource tables, start
-ha_worker processes (C++ client, multi-host connection string with
+etcd (the Patroni back-end of tests/faults/cluster.py), create the fault
+harness's resource tables, start workers (tests/faults' fault_worker in its
+keep-alive mode: C++ client, multi-host connection string with
 target_session_attrs=read-write, keep-alive leases, fenced writes), inject the
 faults, capture the final state from the last primary and hand the run to
 tests/ha/ha_checker.py. The faults, in each round:
@@ -57,8 +58,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "faults"))
-import cluster as patroni_cluster  # noqa: E402
-from cluster import Node  # noqa: E402
+import cluster  # noqa: E402
+from cluster import PatroniNode  # noqa: E402
 import ha_checker  # noqa: E402
 from harness import FENCING_TRIGGERS, FINAL_STATE, LOCKS, SCHEMA, compress_histories, machine_name  # noqa: E402
 
@@ -102,7 +103,7 @@ class Run:
         self.dir = os.path.join(run_root, spec["name"])
         os.makedirs(os.path.join(self.dir, "history"), exist_ok=True)
         self.events = open(os.path.join(self.dir, "events.jsonl"), "w")
-        self.cluster = patroni_cluster.Cluster(sync=spec["sync"])
+        self.cluster = cluster.PatroniCluster(sync=spec["sync"])
         self.stop_file = os.path.join(self.cluster.dir, "stop-workers")
         self.workers = {}
 
@@ -121,7 +122,8 @@ class Run:
         settings = ["ALTER DATABASE faults SET dlock.audit = 'all'"]
         if self.spec.get("ignore_timeline"):
             settings.append("ALTER DATABASE faults SET dlock.test_ignore_timeline = on")
-        schema = SCHEMA.format(locks=",".join(f"'{l}'" for l in LOCKS), lock_timeout=800)
+        schema = SCHEMA.format(extension="pg_dlock", locks=",".join(f"'{l}'" for l in LOCKS),
+                               lock_timeout=800)
         leader.psql(schema + FENCING_TRIGGERS + ";".join(settings), db="faults")
         c.wait_healthy(time.monotonic() + 60)
 
@@ -129,7 +131,7 @@ class Run:
         conninfo = self.cluster.conninfo("faults_app", "faults")
         for i in range(1, self.p["workers"] + 1):
             wid = f"w{i}"
-            args = [self.args.worker, "--id", wid, "--conninfo", conninfo,
+            args = [self.args.worker, "--mode", "keep-alive", "--id", wid, "--conninfo", conninfo,
                     "--history", os.path.join(self.dir, "history", f"{wid}.jsonl"),
                     "--locks", ",".join(LOCKS), "--duration-ms", str(900 * 1000),
                     "--ttl-ms", str(self.p["ttl_ms"]), "--hold-ms", str(self.p["ttl_ms"]),
@@ -180,13 +182,13 @@ class Run:
         def bring_back(node):
             node.kill_postmaster()
             node.start()
-        self.isolate(rnd, "isolate", Node.kill_patroni, bring_back)
+        self.isolate(rnd, "isolate", PatroniNode.kill_patroni, bring_back)
 
     def fault_isolate_restart(self, rnd):
-        self.isolate(rnd, "isolate-restart", Node.kill_patroni, Node.start)
+        self.isolate(rnd, "isolate-restart", PatroniNode.kill_patroni, PatroniNode.start)
 
     def fault_isolate_stop(self, rnd):
-        self.isolate(rnd, "isolate-stop", Node.pause_patroni, Node.resume_patroni)
+        self.isolate(rnd, "isolate-stop", PatroniNode.pause_patroni, PatroniNode.resume_patroni)
 
     def run(self):
         self.setup()
@@ -340,12 +342,12 @@ def table(results, profile):
 
 
 def patroni_version():
-    r = subprocess.run([patroni_cluster.PATRONI, "--version"], capture_output=True, text=True)
+    r = subprocess.run([cluster.PATRONI, "--version"], capture_output=True, text=True)
     return r.stdout.split()[-1] if r.returncode == 0 and r.stdout.split() else "?"
 
 
 def etcd_version():
-    r = subprocess.run([patroni_cluster.ETCD, "--version"], capture_output=True, text=True)
+    r = subprocess.run([cluster.ETCD, "--version"], capture_output=True, text=True)
     first = r.stdout.splitlines()[0] if r.stdout else ""
     return first.split()[-1] if first else "?"
 

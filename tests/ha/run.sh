@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Failover under Patroni: builds the worker, checks the checker on synthetic
+# Failover under Patroni: builds the worker (tests/faults' fault_worker, whose
+# keep-alive mode this harness runs), checks the checker on synthetic
 # histories, then runs the Patroni scenario (ha.py) and prints the results.
 #
 #   tests/ha/run.sh [--profile quick|full] [--only NAME,...] [--keep] [--results DIR]
@@ -9,14 +10,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${HA_BUILD_DIR:-$root/build/ha}
-
-mkdir -p "$build"
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
-	{ cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j2 >"$build/build.log" 2>&1 || { cat "$build/build.log" >&2; exit 1; }
+worker=$("$here/../faults/build-worker.sh" --with-client)
 
 python3 "$here/test_ha_checker.py" -q 2>&1 | tail -n 3 || { echo "checker self-test failed" >&2; exit 1; }
 
-exec python3 "$here/ha.py" --worker "$build/ha_worker" "$@"
+exec python3 "$here/ha.py" --worker "$worker" "$@"

@@ -27,8 +27,9 @@ REAL_OFFSET_NS = 1_700_000_000 * 10**9
 
 
 class FailoverHistory(History):
-    """A History (tests/faults/test_checker.py) plus what ha_worker records: the
-    clock pair, the deadlines of grants and writes, the final audit log."""
+    """A History (tests/faults/test_checker.py) plus what fault_worker --mode
+    keep-alive records: the clock pair, the deadlines of grants and writes, the
+    final audit log."""
 
     def __init__(self, sync=False):
         super().__init__()

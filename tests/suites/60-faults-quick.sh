@@ -2,8 +2,9 @@
 # Fault-injection harness, quick profile: one test per scenario and one per
 # negative control (tests/faults/, docs/testing.md); then the run's standard-format
 # histories (docs/fault-histories.md) through the independent checker, and its
-# self-test. The harness starts its own servers on ports 55600-55699; the suite's
-# cluster is not used.
+# self-test. The harness starts its own servers on free ports (tests/lib/ports.py);
+# the suite's cluster is not used. Arguments go to tests/faults/run.sh
+# (61-faults-sql-edition passes --edition sql and its scenarios).
 set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -1,5 +1,5 @@
-// tests/faults/worker/elector.cpp -- a process of the fault harness's election
-// scenario: a candidate, or an observer of the leader.
+// tests/faults/worker/elector.cpp -- fault_worker --mode elector: a process of
+// the fault harness's election scenario, a candidate or an observer of the leader.
 //
 // A candidate campaigns (dlock::election, lease kept alive by the client's
 // keep-alive) and, while it leads, makes fenced writes with its fencing token,
@@ -9,7 +9,7 @@
 // (dlock::observer) and records every leader it reports, and on SIGTERM the
 // leader it knows last, which the checker compares with the server's.
 //
-// Usage: fault_elector --role candidate|observer --id ID --conninfo "..." --out FILE
+// Usage: fault_worker --mode elector --role candidate|observer --id ID --conninfo "..." --out FILE
 //                      --election NAME --ttl-ms N --duration-ms N [options]
 //   --fencing 0|1      0 = negative control: writes without holds()/fence()
 //   --inside-ms N      pause between the read and the write of each read-modify-write
@@ -22,7 +22,6 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -32,6 +31,7 @@
 #include <pqxx/pqxx>
 
 #include "history.hpp"
+#include "modes.hpp"
 #include "resource.hpp"
 #include "session.hpp"
 
@@ -62,18 +62,10 @@ struct options {
 
 options parse(int argc, char** argv) {
     options o;
-    std::map<std::string, std::string> kv;
-    for (int i = 1; i < argc; ++i) {
-        const std::string key = argv[i];
-        if (key == "--trust-events") {
+    for (const auto& [k, v] : faults::key_values(argc, argv, {"trust-events"})) {
+        if (k == "trust-events")
             o.trust_events = true;
-            continue;
-        }
-        if (key.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument " + key);
-        kv[key.substr(2)] = argv[++i];
-    }
-    for (const auto& [k, v] : kv) {
-        if (k == "role")
+        else if (k == "role")
             o.role = v;
         else if (k == "id")
             o.id = v;
@@ -188,19 +180,9 @@ private:
 
     void write(faults::write_request& req) {
         req.op_id = ++m_next_id;
-        m_history.append(record(m_opt.id, req.op_id, "invoke")
-                             .str("op", "write")
-                             .str("lock", req.lock_name)
-                             .str("res", std::string(1, req.kind) + ":" + req.lock_name)
-                             .str("owner", m_owner)
-                             .num("token", req.token)
-                             .flag("local_valid", m_election.is_leader()));
+        m_history.append(faults::write_invoked(req, m_owner, m_election.is_leader()));
         const auto r = faults::fenced_write(m_data, req);
-        record done(m_opt.id, req.op_id, faults::to_string(r.outcome.kind));
-        if (!r.outcome.why.empty()) done.str("why", r.outcome.why);
-        if (r.outcome.kind == result_kind::ok || r.outcome.kind == result_kind::unknown)
-            done.num("before", r.before).num("after", r.after);
-        m_history.append(done);
+        m_history.append(faults::write_completed(req, r));
         if (!m_data.connected()) std::this_thread::sleep_for(milliseconds{20});
     }
 
@@ -320,18 +302,12 @@ void observe(const options& o) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-    std::signal(SIGPIPE, SIG_IGN);
+int faults::run_elector(int argc, char** argv) {
     std::signal(SIGTERM, request_stop);
-    try {
-        const options o = parse(argc, argv);
-        if (o.role == "candidate")
-            candidate{o}.run();
-        else
-            observe(o);
-    } catch (const std::exception& e) {
-        std::cerr << "fault_elector: " << e.what() << "\n";
-        return 2;
-    }
+    const options o = parse(argc, argv);
+    if (o.role == "candidate")
+        candidate{o}.run();
+    else
+        observe(o);
     return 0;
 }

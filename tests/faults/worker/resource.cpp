@@ -137,4 +137,23 @@ write_result store_write(const std::string& store, const write_request& request)
     return r;
 }
 
+record write_invoked(const write_request& request, std::string_view owner, bool local_valid) {
+    record r(request.worker_id, request.op_id, "invoke");
+    r.str("op", "write")
+        .str("lock", request.lock_name)
+        .str("res", std::string(1, request.kind) + ":" + request.lock_name)
+        .str("owner", owner)
+        .num("token", request.token)
+        .flag("local_valid", local_valid);
+    return r;
+}
+
+record write_completed(const write_request& request, const write_result& result) {
+    record done(request.worker_id, request.op_id, to_string(result.outcome.kind));
+    if (!result.outcome.why.empty()) done.str("why", result.outcome.why);
+    if (result.outcome.kind == result_kind::ok || result.outcome.kind == result_kind::unknown)
+        done.num("before", result.before).num("after", result.after);
+    return done;
+}
+
 } // namespace faults

@@ -20,7 +20,9 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "history.hpp"
 #include "session.hpp"
 
 namespace faults {
@@ -46,5 +48,13 @@ struct write_result {
 
 /// A write of kind 'x' to the file store in directory store.
 [[nodiscard]] write_result store_write(const std::string& store, const write_request& request);
+
+/// The history's "invoke" line of a write, as every worker mode records it;
+/// local_valid: the writer believed its lease held. The caller may add fields.
+[[nodiscard]] record write_invoked(const write_request& request, std::string_view owner, bool local_valid);
+
+/// The history's line of a write's outcome (its before and after when it may
+/// have committed).
+[[nodiscard]] record write_completed(const write_request& request, const write_result& result);
 
 } // namespace faults

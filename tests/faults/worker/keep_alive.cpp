@@ -1,4 +1,5 @@
-// tests/ha/worker/main.cpp -- one worker of the Patroni failover scenario.
+// tests/faults/worker/keep_alive.cpp -- fault_worker --mode keep-alive: one
+// worker of the Patroni failover scenario (tests/ha).
 //
 // Holds leases through the C++ client library (dlock::client, keep-alive on)
 // on a multi-host connection string (target_session_attrs=read-write), and
@@ -16,19 +17,20 @@
 // and the "start" line records both clocks read together, to map one onto the
 // other.
 //
-// Usage: ha_worker --id w1 --conninfo "..." --history FILE
+// Usage: fault_worker --mode keep-alive --id w1 --conninfo "..." --history FILE
 //          [--locks L1,L2,L3] [--duration-ms N] [--ttl-ms N] [--hold-ms N] [--seed N]
 //          [--stop-file PATH]   ends early (between iterations) once PATH exists
+// (the options and defaults of the workload mode, faults::worker_options; the
+// others are not used here).
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <ctime>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <random>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +38,7 @@
 #include <dlock/dlock.hpp>
 
 #include "history.hpp"
+#include "modes.hpp"
 #include "resource.hpp"
 #include "session.hpp"
 
@@ -46,61 +49,7 @@ using faults::record;
 using faults::result_kind;
 using std::chrono::milliseconds;
 
-struct options {
-    std::string id = "w1";
-    std::string conninfo;
-    std::string history;
-    std::vector<std::string> locks{"L1", "L2", "L3"};
-    long duration_ms = 20000;
-    long ttl_ms = 3000;
-    long hold_ms = 1500;
-    unsigned long seed = 0;
-    std::string stop_file;
-};
-
-std::vector<std::string> split(const std::string& text, char sep) {
-    std::vector<std::string> parts;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, sep))
-        if (!item.empty()) parts.push_back(item);
-    return parts;
-}
-
-options parse(int argc, char** argv) {
-    options o;
-    std::map<std::string, std::string> kv;
-    for (int i = 1; i < argc; ++i) {
-        const std::string key = argv[i];
-        if (key.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument " + key);
-        kv[key.substr(2)] = argv[++i];
-    }
-    for (const auto& [k, v] : kv) {
-        if (k == "id")
-            o.id = v;
-        else if (k == "conninfo")
-            o.conninfo = v;
-        else if (k == "history")
-            o.history = v;
-        else if (k == "locks")
-            o.locks = split(v, ',');
-        else if (k == "duration-ms")
-            o.duration_ms = std::stol(v);
-        else if (k == "ttl-ms")
-            o.ttl_ms = std::stol(v);
-        else if (k == "hold-ms")
-            o.hold_ms = std::stol(v);
-        else if (k == "seed")
-            o.seed = std::stoul(v);
-        else if (k == "stop-file")
-            o.stop_file = v;
-        else
-            throw std::invalid_argument("unknown option --" + k);
-    }
-    if (o.history.empty() || o.conninfo.empty() || o.locks.empty())
-        throw std::invalid_argument("--history, --conninfo and --locks are required");
-    return o;
-}
+using options = faults::worker_options;
 
 std::int64_t realtime_ns() noexcept {
     timespec now{};
@@ -279,21 +228,10 @@ private:
         req.op_id = ++m_next_id;
         const bool believed = m_lease->valid();
         const deadlines d = read_deadlines(*m_lease);
-        m_history.append(record(m_opt.id, req.op_id, "invoke")
-                             .str("op", "write")
-                             .str("lock", req.lock_name)
-                             .str("res", std::string(1, req.kind) + ":" + req.lock_name)
-                             .str("owner", owner)
-                             .num("token", req.token)
-                             .flag("local_valid", believed)
-                             .num("deadline_ns", d.local_ns)
-                             .num("until_ns", d.server_ns));
+        m_history.append(
+            faults::write_invoked(req, owner, believed).num("deadline_ns", d.local_ns).num("until_ns", d.server_ns));
         const auto r = faults::fenced_write(m_data, req);
-        record done(m_opt.id, req.op_id, faults::to_string(r.outcome.kind));
-        if (!r.outcome.why.empty()) done.str("why", r.outcome.why);
-        if (r.outcome.kind == result_kind::ok || r.outcome.kind == result_kind::unknown)
-            done.num("before", r.before).num("after", r.after);
-        m_history.append(done);
+        m_history.append(faults::write_completed(req, r));
         if (!m_data.connected()) pause(milliseconds{50});
     }
 
@@ -308,15 +246,10 @@ private:
 
 } // namespace
 
-int main(int argc, char** argv) {
-    std::signal(SIGPIPE, SIG_IGN);
-    try {
-        const options o = parse(argc, argv);
-        worker w(o);
-        w.run();
-    } catch (const std::exception& e) {
-        std::cerr << "ha_worker: " << e.what() << "\n";
-        return 2;
-    }
+int faults::run_keep_alive(int argc, char** argv) {
+    const options o = parse_worker_options(argc, argv);
+    if (o.conninfo.empty()) throw std::invalid_argument("--conninfo is required");
+    worker w(o);
+    w.run();
     return 0;
 }

@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
-"""tests/ha/cluster.py -- a throwaway Patroni cluster on loopback.
+"""tests/faults/cluster.py -- the PostgreSQL servers of the fault harness and the failover harness.
 
-Three PostgreSQL nodes, each managed by its own Patroni 3.0 process, with a
-one-member etcd 3.4 as the DCS. Everything listens on 127.0.0.1 only, on free
-ports, with its files under one private directory (mkdtemp under /tmp). The
-PostgreSQL binaries are those of PG_BINDIR, so the nodes load the pg_dlock
-that `make install` put there.
+One layer with two back-ends, every server on 127.0.0.1 on ports from
+tests/lib/ports.py, every one a PgServer (psql, postmaster pid):
 
-The timings are short so that a test sees a failover in seconds: leader key
-ttl 10 s, loop_wait 1 s, retry_timeout 4 s, and primary_start_timeout 0 (a
+  local    LocalServer: one data directory on this machine, created by
+           scripts/pg-cluster.sh (initdb once, then copies), started by it or,
+           with a libfaketime clock, by pg_ctl; crash, SIGKILL, promotion and
+           streaming standbys are built on it by tests/faults/harness.py.
+  Patroni  PatroniCluster: three PatroniNodes, each PostgreSQL managed by its
+           own Patroni 3.0 process, with a one-member etcd 3.4 as the DCS, all
+           under one private directory (mkdtemp under /tmp); used by
+           tests/ha/ha.py.
+
+The PostgreSQL binaries are those of PG_BINDIR, so the servers load the
+pg_dlock that `make install` put there.
+
+Patroni's timings are short so that a test sees a failover in seconds: leader
+key ttl 10 s, loop_wait 1 s, retry_timeout 4 s, and primary_start_timeout 0 (a
 crashed primary fails over at once instead of restarting in place; with the
 default 300 s a SIGKILL of the postmaster is only a crash restart).
 
-Used as a module by tests/ha/ha.py; from the shell:
-  cluster.py start [--sync] [--dir DIR]   prints DIR and the node ports, leaves it running
-  cluster.py stop DIR                     stops everything and removes DIR
+From the shell (a Patroni cluster to try things on):
+  cluster.py patroni-start [--sync]   prints DIR and the node ports, leaves it running
+  cluster.py patroni-stop DIR         stops everything and removes DIR
 """
 
 import argparse
@@ -32,10 +41,12 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ports import free_ports  # noqa: E402
 
-
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
     d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
                 for v in os.listdir("/usr/lib/postgresql")) if os.path.isdir(d))[-1]
+PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PATRONI = shutil.which("patroni") or "/usr/bin/patroni"
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
 
@@ -47,8 +58,142 @@ LOOP_WAIT = 1
 RETRY_TIMEOUT = 4
 
 
+def as_postgres(cmd, env=None, **kw):
+    """Runs cmd as the postgres OS user when we are root."""
+    if os.getuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    return subprocess.run(cmd, env=env, **kw)
+
+
+class PgServer:
+    """A PostgreSQL server on 127.0.0.1:port whose data directory is dir/data.
+    db: the database psql() connects to unless told otherwise."""
+
+    connect_timeout = 5
+
+    def __init__(self, directory, port, name=None, db="postgres"):
+        self.dir = directory
+        self.port = port
+        self.name = name or os.path.basename(directory)
+        self.db = db
+
+    @property
+    def data(self):
+        return os.path.join(self.dir, "data")
+
+    def postmaster_pid(self):
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                return int(f.readline().strip())
+        except (OSError, ValueError):
+            return None
+
+    def psql(self, sql, db=None, check=True, timeout=30):
+        """sql through psql as postgres; its output. Raises on an error unless not check."""
+        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="postgres",
+                   PGDATABASE=db or self.db, PGCONNECT_TIMEOUT=str(self.connect_timeout))
+        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"psql on {self.name} ({self.port}) failed: {r.stderr.strip()}")
+        return r.stdout.strip()
+
+    def psql_try(self, sql, db=None, timeout=10):
+        """psql(), or None when it fails or times out."""
+        try:
+            return self.psql(sql, db=db, timeout=timeout)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return None
+
+
+# ---------------------------------------------------------------------------
+# The local back-end
+# ---------------------------------------------------------------------------
+
+class LocalServer(PgServer):
+    """One PostgreSQL data directory under dir, on this machine."""
+
+    def __init__(self, directory, port, db="postgres"):
+        super().__init__(directory, port, db=db)
+        self.faketime_file = None
+
+    def destroy(self):
+        subprocess.run([PG_CLUSTER, "destroy", self.dir], capture_output=True)
+
+    def create(self, settings=()):
+        """initdb by scripts/pg-cluster.sh, started; settings: extra postgresql.conf lines."""
+        self.destroy()
+        args = [a for line in settings for a in ("-c", line)]
+        r = subprocess.run([PG_CLUSTER, "start", self.dir, str(self.port)] + args, capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"could not create {self.dir}: {r.stderr}{self.log_tail()}")
+
+    def start_fresh(self, settings, template):
+        """A copy of the template cluster with this port and settings."""
+        self.destroy()
+        os.makedirs(self.dir)
+        shutil.copytree(template.data, self.data, symlinks=True)
+        lines = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'"]
+        lines += [f"{k} = {v}" for k, v in settings.items()]
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
+            f.write("\n".join(lines) + "\n")
+        self.chown()
+        self.start()
+
+    def chown(self):
+        if os.getuid() == 0:
+            subprocess.run(["chown", "-R", "postgres:", self.dir], check=True)
+
+    def start(self):
+        if self.faketime_file:
+            # Our own pg_ctl call: the server (and every backend it forks) runs
+            # with libfaketime, its offset read from the file on every clock call.
+            cmd = ["env", f"LD_PRELOAD={FAKETIME_LIB}",
+                   f"FAKETIME_TIMESTAMP_FILE={self.faketime_file}", "FAKETIME_NO_CACHE=1",
+                   "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                   os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-l",
+                   os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"]
+            r = as_postgres(cmd, capture_output=True, text=True)
+        else:
+            r = subprocess.run([PG_CLUSTER, "restart", self.dir], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"could not start {self.dir}: {r.stderr}{self.log_tail()}")
+
+    def crash(self):
+        as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "immediate",
+                     "-w", "stop"], capture_output=True)
+
+    def kill(self):
+        """SIGKILL of the postmaster (scripts/pg-cluster.sh kill): no shutdown at all."""
+        subprocess.run([PG_CLUSTER, "kill", self.dir], capture_output=True, check=True)
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-m", "fast",
+                         "-w", "stop"], capture_output=True)
+
+    def promote(self):
+        r = as_postgres([os.path.join(PG_BINDIR, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
+                         "promote"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"promote failed: {r.stderr}")
+
+    def log_tail(self, n=20):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+
+# ---------------------------------------------------------------------------
+# The Patroni back-end
+# ---------------------------------------------------------------------------
+
 def server_user():
-    """Patroni and PostgreSQL must not run as root: as root, run them as postgres."""
+    """Patroni and PostgreSQL must not run as root: as root, run them as postgres
+    (subprocess arguments)."""
     return {"user": "postgres", "group": "postgres", "extra_groups": []} if os.getuid() == 0 else {}
 
 
@@ -56,19 +201,17 @@ def yaml_quote(value):
     return json.dumps(str(value))
 
 
-class Node:
+class PatroniNode(PgServer):
+    """One node of a PatroniCluster: its PostgreSQL, run by its own Patroni."""
+
+    connect_timeout = 3
+
     def __init__(self, cluster, name, pg_port, rest_port):
+        super().__init__(os.path.join(cluster.dir, name), pg_port, name=name)
         self.cluster = cluster
-        self.name = name
-        self.pg_port = pg_port
         self.rest_port = rest_port
-        self.dir = os.path.join(cluster.dir, name)
         self.proc = None
         self.stopped = False  # SIGSTOPped by pause_patroni()
-
-    @property
-    def data(self):
-        return os.path.join(self.dir, "data")
 
     @property
     def config_path(self):
@@ -116,8 +259,8 @@ class Node:
             "  - locale: C.UTF-8",
             "  - auth: trust",
             "postgresql:",
-            f"  listen: 127.0.0.1:{self.pg_port}",
-            f"  connect_address: 127.0.0.1:{self.pg_port}",
+            f"  listen: 127.0.0.1:{self.port}",
+            f"  connect_address: 127.0.0.1:{self.port}",
             f"  data_dir: {yaml_quote(self.data)}",
             f"  bin_dir: {yaml_quote(PG_BINDIR)}",
             f"  pgpass: {yaml_quote(os.path.join(self.dir, 'pgpass'))}",
@@ -161,13 +304,6 @@ class Node:
         except (OSError, ValueError):
             return None, None
 
-    def postmaster_pid(self):
-        try:
-            with open(os.path.join(self.data, "postmaster.pid")) as f:
-                return int(f.readline().strip())
-        except (OSError, ValueError):
-            return None
-
     def kill_postmaster(self):
         """SIGKILL to the postmaster (its backends die when they notice)."""
         pid = self.postmaster_pid()
@@ -191,15 +327,6 @@ class Node:
         os.kill(self.proc.pid, signal.SIGCONT)
         self.stopped = False
 
-    def psql(self, sql, db="postgres", timeout=30):
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.pg_port), PGUSER="postgres",
-                   PGDATABASE=db, PGCONNECT_TIMEOUT="3")
-        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           env=env, capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise RuntimeError(f"psql on {self.name} ({self.pg_port}) failed: {r.stderr.strip()}")
-        return r.stdout.strip()
-
     def stop(self):
         """Throwaway: Patroni killed with what it runs (pg_basebackup, pg_rewind: its
         process group), then an immediate shutdown of its PostgreSQL."""
@@ -214,7 +341,9 @@ class Node:
                             "-t", "30", "stop"], capture_output=True, **server_user())
 
 
-class Cluster:
+class PatroniCluster:
+    """Three PatroniNodes and their etcd (see the module's docstring)."""
+
     def __init__(self, sync, directory=None):
         self.sync = sync
         self.dir = directory or tempfile.mkdtemp(prefix="pg_dlock-ha.")
@@ -222,7 +351,7 @@ class Cluster:
         self.scope = "dlock-ha-" + os.path.basename(self.dir).split(".")[-1]
         ports = free_ports(2 + 2 * len(NODES))
         self.etcd_client_port, self.etcd_peer_port = ports[:2]
-        self.nodes = [Node(self, name, ports[2 + 2 * i], ports[3 + 2 * i]) for i, name in enumerate(NODES)]
+        self.nodes = [PatroniNode(self, name, ports[2 + 2 * i], ports[3 + 2 * i]) for i, name in enumerate(NODES)]
         self.etcd = None
 
     # --- lifecycle -----------------------------------------------------
@@ -345,7 +474,7 @@ class Cluster:
 
     def conninfo(self, user, dbname):
         hosts = ",".join("127.0.0.1" for _ in self.nodes)
-        ports = ",".join(str(n.pg_port) for n in self.nodes)
+        ports = ",".join(str(n.port) for n in self.nodes)
         return (f"host={hosts} port={ports} user={user} dbname={dbname} "
                 f"target_session_attrs=read-write connect_timeout=2")
 
@@ -353,13 +482,13 @@ class Cluster:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    st = sub.add_parser("start")
+    st = sub.add_parser("patroni-start")
     st.add_argument("--sync", action="store_true", help="Patroni synchronous_mode")
-    sp = sub.add_parser("stop")
+    sp = sub.add_parser("patroni-stop")
     sp.add_argument("dir")
     args = ap.parse_args()
-    if args.cmd == "start":
-        c = Cluster(args.sync)
+    if args.cmd == "patroni-start":
+        c = PatroniCluster(args.sync)
         try:
             c.start()
         except Exception:
@@ -368,7 +497,7 @@ def main():
         # Detach: leave etcd and Patroni running for the caller.
         print(c.dir)
         for n in c.nodes:
-            print(f"{n.name} postgresql 127.0.0.1:{n.pg_port} rest 127.0.0.1:{n.rest_port}")
+            print(f"{n.name} postgresql 127.0.0.1:{n.port} rest 127.0.0.1:{n.rest_port}")
         print(c.conninfo("postgres", "postgres"))
         with open(os.path.join(c.dir, "pids"), "w") as f:
             f.write(" ".join(str(p.pid) for p in [c.etcd] + [n.proc for n in c.nodes]) + "\n")
@@ -377,7 +506,7 @@ def main():
     # its PostgreSQL on SIGTERM.
     pids_file = os.path.join(args.dir, "pids")
     if not args.dir.startswith(tempfile.gettempdir() + "/pg_dlock-ha.") or not os.path.exists(pids_file):
-        print(f"cluster.py: {args.dir} is not a cluster made by cluster.py start", file=sys.stderr)
+        print(f"cluster.py: {args.dir} is not a cluster made by cluster.py patroni-start", file=sys.stderr)
         return 2
     with open(pids_file) as f:
         pids = [int(p) for p in f.read().split()]
