@@ -99,19 +99,10 @@ report_forced(text *lock_name, const char *reason, int count)
 	dlock_wake_waiters(lock_name);
 	for (int i = 0; i < count; i++)
 	{
-		DlockEndedLease lease;
-		bool		holder_isnull;
-		bool		acquired_isnull;
-		bool		kind_isnull;
-		Datum		token = dlock_sql_value(i, ENDED_COL_TOKEN, &lease.token_isnull);
-		Datum		holder = dlock_sql_value(i, ENDED_COL_HOLDER, &holder_isnull);
-		Datum		acquired_at = dlock_sql_value(i, ENDED_COL_ACQUIRED_AT, &acquired_isnull);
-		Datum		kind = dlock_sql_value(i, ENDED_COL_KIND, &kind_isnull);
+		DlockEndedLease lease = dlock_result_ended_lease(i, ENDED_COL_TOKEN, ENDED_COL_HOLDER,
+														 ENDED_COL_ACQUIRED_AT,
+														 ENDED_COL_KIND);
 
-		lease.token = lease.token_isnull ? 0 : DatumGetInt64(token);
-		lease.holder = holder_isnull ? NULL : DatumGetTextPP(holder);
-		lease.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at);
-		lease.kind = dlock_lease_kind_of(kind_isnull ? 'e' : DatumGetChar(kind));
 		dlock_report_end(lock_name, "force_release", STAT_FORCE_RELEASES,
 						 DLOCK_AUDIT_FORCE, reason, &lease);
 	}

@@ -245,21 +245,12 @@ report_expiries(DlockStatement *stmt, bool slots)
 	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
-		bool		holder_isnull;
-		bool		acquired_isnull;
 		text	   *lock_name = DatumGetTextPP(dlock_sql_value(i, EXPIRED_COL_LOCK_NAME, &isnull));
-		Datum		holder = dlock_sql_value(i, EXPIRED_COL_HOLDER, &holder_isnull);
 		TimestampTz lease_until = DatumGetTimestampTz(dlock_sql_value(i, EXPIRED_COL_LEASE_UNTIL, &isnull));
-		Datum		acquired_at = dlock_sql_value(i, EXPIRED_COL_ACQUIRED_AT, &acquired_isnull);
-		DlockEndedLease lease = {
-			.token = DatumGetInt64(dlock_sql_value(i, EXPIRED_COL_TOKEN, &isnull)),
-			.holder = holder_isnull ? NULL : DatumGetTextPP(holder),
-			.kind = LEASE_EXCLUSIVE,
-			.acquired_at = acquired_isnull ? 0 : DatumGetTimestampTz(acquired_at),
-		};
+		DlockEndedLease lease = dlock_result_ended_lease(i, EXPIRED_COL_TOKEN, EXPIRED_COL_HOLDER,
+														 EXPIRED_COL_ACQUIRED_AT,
+														 slots ? EXPIRED_COL_KIND : 0);
 
-		if (slots)
-			lease.kind = dlock_lease_kind_of(DatumGetChar(dlock_sql_value(i, EXPIRED_COL_KIND, &isnull)));
 		dlock_report_expiry(lock_name, &lease, lease_until);
 	}
 	return n == EXPIRY_BATCH;

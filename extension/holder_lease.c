@@ -484,12 +484,10 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	}
 	else
 	{
-		Datum		holder = dlock_sql_value(0, CHANGED_COL_HOLDER, &isnull);
-		DlockEndedLease lease = {.token = *token, .holder = isnull ? NULL : DatumGetTextPP(holder)};
-		Datum		acquired_at = dlock_sql_value(0, CHANGED_COL_ACQUIRED_AT, &isnull);
+		DlockEndedLease lease = dlock_result_ended_lease(0, CHANGED_COL_TOKEN, CHANGED_COL_HOLDER,
+														 CHANGED_COL_ACQUIRED_AT,
+														 CHANGED_COL_KIND);
 
-		lease.acquired_at = isnull ? 0 : DatumGetTimestampTz(acquired_at);
-		lease.kind = dlock_lease_kind_of(DatumGetChar(dlock_sql_value(0, CHANGED_COL_KIND, &isnull)));
 		dlock_lease_written(writes_only, false);
 		dlock_wake_waiters(lock_name);
 		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &lease);

@@ -77,6 +77,34 @@ dlock_row_ended_lease(const DlockRow *row)
 	return lease;
 }
 
+/*
+ * The lease that row "row" of the last executed statement (sql_executor.c)
+ * describes, from its columns of the fencing token, holder, acquired_at and
+ * kind; kind_col 0 when the statement reads only exclusive leases.
+ */
+DlockEndedLease
+dlock_result_ended_lease(uint64 row, int token_col, int holder_col, int acquired_col,
+						 int kind_col)
+{
+	DlockEndedLease lease = {.kind = LEASE_EXCLUSIVE};
+	bool		isnull;
+	Datum		value;
+
+	value = dlock_sql_value(row, token_col, &lease.token_isnull);
+	lease.token = lease.token_isnull ? 0 : DatumGetInt64(value);
+	value = dlock_sql_value(row, holder_col, &isnull);
+	lease.holder = isnull ? NULL : DatumGetTextPP(value);
+	value = dlock_sql_value(row, acquired_col, &isnull);
+	lease.acquired_at = isnull ? 0 : DatumGetTimestampTz(value);
+	if (kind_col > 0)
+	{
+		value = dlock_sql_value(row, kind_col, &isnull);
+		if (!isnull)
+			lease.kind = dlock_lease_kind_of(DatumGetChar(value));
+	}
+	return lease;
+}
+
 /* Time the hold of a lease that ended at ended_at */
 static void
 observe_hold(const DlockEndedLease *lease, TimestampTz ended_at)

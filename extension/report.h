@@ -31,6 +31,8 @@ typedef struct DlockEndedLease
 } DlockEndedLease;
 
 extern DlockEndedLease dlock_row_ended_lease(const DlockRow *row);
+extern DlockEndedLease dlock_result_ended_lease(uint64 row, int token_col, int holder_col,
+												int acquired_col, int kind_col);
 extern void dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
 							 DlockAuditLevel audit_from, const char *reason,
 							 const DlockEndedLease *lease);
