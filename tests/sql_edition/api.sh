@@ -10,6 +10,7 @@ db=$1 owner=$2 edition=$3
 : "${DLOCK_ROOT:?}"
 . "$DLOCK_ROOT/tests/lib/check.sh"
 . "$DLOCK_ROOT/tests/sql_edition/lib.sh"
+. "$DLOCK_ROOT/tests/sql_edition/pins.sh"
 app=regress_sqled_app
 tag=api$$
 A=00000000-0000-0000-0000-0000000000a1
@@ -207,6 +208,9 @@ pinned_release=$(o "SELECT dlock.release('$tag:a', '$A')")
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 wait
 check "a release waits for a transaction that pinned the lease with holds ($ms ms >= 500)" test "$pinned_release" = t -a "$ms" -ge 500
+
+# a pin held past the end of its lease, every kind (tests/sql_edition/pins.sh)
+pins_hold_across_kinds "$db" "$owner" "$tag"
 o "SELECT dlock.fence('$tag:res', 10)" "SELECT dlock.fence('$tag:res', 10)" "SELECT dlock.fence('$tag:res', 12)" >/dev/null
 expect_state "fence accepts equal and higher tokens and refuses a lower one" PD001 "$db" "SELECT dlock.fence('$tag:res', 11)"
 

@@ -12,8 +12,10 @@
 #      negative control) and default privileges;
 #   3. the two editions refuse each other in one database; a schema dlock
 #      another role owns is refused;
-#   4. the update from 1.4 to 1.4.1 (ALTER EXTENSION by the owner without
-#      superuser): the nil UUID names no lease after it (22023 before); from
+#   4. the update from 1.4.1 to 1.4.2 (ALTER EXTENSION by the owner without
+#      superuser): a pin held past its lease's end keeps the name from every
+#      kind after it (the same checks fail before, a negative control); from
+#      1.4: the nil UUID names no lease after it (22023 before); from
 #      1.3 (and psql -f; also from 1.2 through every step): leases kept,
 #      the same surface as a new installation, grants under
 #      dlock.durability = fenced refused after it (granted before), the
@@ -29,6 +31,7 @@ cd "$DLOCK_ROOT"
 . tests/lib/check.sh
 . tests/lib/ports.sh
 . tests/sql_edition/lib.sh
+. tests/sql_edition/pins.sh
 
 scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition.XXXXXX")
 chmod 777 "$scratch"
@@ -147,6 +150,28 @@ tests/sql_edition/api.sh $nil_up_db $owner sql >"$scratch/api-up-nil.log" 2>&1
 grep FAILED "$scratch/api-up-nil.log"
 check "shared API tests pass on the database updated from 1.4 ($(tail -n 1 "$scratch/api-up-nil.log"))" grep -q ' 0 failed$' "$scratch/api-up-nil.log"
 
+# 1.4.2: a pin held past the end of its lease keeps the name from every kind
+# (tests/sql_edition/pins.sh). 1.4.1 let the other kind, or a third permit of
+# a semaphore of 2, in at once: the same checks fail there (run apart, so
+# that they count as this control and not as failures).
+pin_up_db=dlock_sqled_update_pins
+owner_database $pin_up_db $owner
+AS=$owner q $pin_up_db "CREATE EXTENSION pg_dlock_sql VERSION '1.4.1'" >/dev/null
+pins_before=$(passed=0 failed=0; pins_hold_across_kinds $pin_up_db $owner before; finish)
+echo "$pins_before" | sed 's/^/    1.4.1: /'
+check "negative control: on 1.4.1 every pin check fails but the last ($(tail -n 1 <<<"$pins_before"))" \
+	test "$(grep -c '^FAILED' <<<"$pins_before") $(tail -n 1 <<<"$pins_before")" = "5 1 passed, 5 failed"
+pin_up_state=$(AS=$owner sqlstate $pin_up_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+pin_up_version=$(q $pin_up_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
+	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" | tr '\n' ' ')
+check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.4.1 by the owner without superuser ($pin_up_state; version, superuser-owned functions: $pin_up_version)" \
+	test "$pin_up_state $pin_up_version" = "ok $version 0 "
+surface $pin_up_db >"$scratch/surface-up-pins"
+diff "$scratch/surface-sql" "$scratch/surface-up-pins" >"$scratch/surface-up-pins.diff"
+head -n 20 "$scratch/surface-up-pins.diff"
+check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-pins.diff"
+pins_hold_across_kinds $pin_up_db $owner after
+
 # from 1.3, through the steps to 1.4 and to 1.4.1
 up_db=dlock_sqled_update
 owner_database $up_db $owner
@@ -189,14 +214,15 @@ diff "$scratch/surface-sql" "$scratch/surface-up2" >"$scratch/surface-up2.diff"
 head -n 20 "$scratch/surface-up2.diff"
 check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up2.diff"
 
-# psql -f: a 1.4, a 1.3 and a 1.2 installation (installers generated from
+# psql -f: a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
 # their sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-for from in 1.4 1.3 1.2; do
+for from in 1.4.1 1.4 1.3 1.2; do
 	mkdir -p "$scratch/v$from"
 	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
 	[ $from != 1.2 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
-	[ $from = 1.4 ] && cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/"
+	case $from in 1.4 | 1.4.1) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
+	[ $from = 1.4.1 ] && cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/"
 	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
 	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
 	owner_database $up_plain $owner
@@ -212,16 +238,18 @@ for from in 1.4 1.3 1.2; do
 	head -n 20 "$scratch/surface-up-plain.diff"
 	check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-plain.diff"
 	p_after=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced-2', '1 minute')")
-	if [ $from = 1.4 ]; then
-		check "... under dlock.durability = fenced 1.4 refuses, and so does $version ($p_before, $p_after)" \
+	if [ $from = 1.4 ] || [ $from = 1.4.1 ]; then
+		check "... under dlock.durability = fenced $from refuses, and so does $version ($p_before, $p_after)" \
 			test "$p_before $p_after" = "0A000 0A000"
 	else
 		check "... under dlock.durability = fenced $from grants, $version refuses ($p_before, $p_after)" \
 			test "$p_before $p_after" = "ok 0A000"
 	fi
 	p_nil_after=$(AS=$owner q $up_plain "SELECT dlock.release('up:ex', '$nil')")
-	check "... release with the nil UUID: 22023 in $from, false in $version ($p_nil_before, $p_nil_after)" \
-		test "$p_nil_before $p_nil_after" = "22023 f"
+	nil_before_want=22023
+	[ $from = 1.4.1 ] && nil_before_want=ok
+	check "... release with the nil UUID: $nil_before_want in $from, false in $version ($p_nil_before, $p_nil_after)" \
+		test "$p_nil_before $p_nil_after" = "$nil_before_want f"
 	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
 	check "... keeping the lease held across it, which $version downgrades ($p_dg > $p_ex)" test "${p_dg:-0}" -gt "${p_ex:-0}"
 done
@@ -295,8 +323,8 @@ check "the pg_tle script calls pgtle.install_extension(name, version, descriptio
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
 tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the steps to 1.3, 1.4 and 1.4.1, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1 pg_dlock_sql $version "
+check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1 and 1.4.2, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2 pg_dlock_sql $version "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -304,7 +332,7 @@ check "... pgtle.install_update_path for the steps to 1.3, 1.4 and 1.4.1, and pg
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-for step in 1.2--1.3 1.3--1.4 1.4--1.4.1; do
+for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2; do
 	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
 done
 printf "default_version = '%s'\nrelocatable = false\n" "$version" >"$share/pg_dlock_sqled_tle_test.control"
