@@ -299,11 +299,12 @@ nothing=$(o "SELECT count(*) FROM dlock.locks WHERE lock_name = '$tag:x'")
 check "bad input creates nothing" test "$nothing" = 0
 
 # --- lease policies -------------------------------------------------------------
-o "SELECT dlock.try_acquire('$tag:min', '10 seconds', '$A', min_hold => '1 second')" "SELECT dlock.release('$tag:min', '$A')" >/dev/null
+# min_hold of 3 seconds: the three calls below fit in it on a loaded machine
+o "SELECT dlock.try_acquire('$tag:min', '10 seconds', '$A', min_hold => '3 seconds')" "SELECT dlock.release('$tag:min', '$A')" >/dev/null
 min_state=$(o "SELECT policy_state FROM dlock.locks WHERE lock_name = '$tag:min'")
 min_refused=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
 check "a release inside min_hold keeps the name ($min_state)" test "$min_refused" = t -a "$min_state" = "released, held until min_hold"
-sleep 1.1
+sleep 3.1
 min_later=$(o "SELECT owner_token FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
 check "... until min_hold has passed" test "$min_later" = "$B"
 # granted at 0 s, renewed at 2.5 s (before max_hold), refused at 4.5 s (how
@@ -462,9 +463,14 @@ else
 	o "UPDATE dlock.settings SET value = 'on' WHERE name = 'events'"
 fi
 events=$(mktemp)
-psql -X -q -U "$owner" -d "$db" -c "LISTEN dlock_events" -c "SELECT pg_sleep(2.5)" >"$events" 2>&1 &
+# the listener hears what is sent in the 5 seconds after it starts (psql
+# prints the notifications once its pg_sleep ends)
+psql -X -q -U "$owner" -d "$db" -c "LISTEN dlock_events" -c "SELECT pg_sleep(5)" >"$events" 2>&1 &
 listener=$!
-sleep 0.5
+for _ in $(seq 50); do	# until it listens: its pg_sleep has begun
+	[ "$(q "$db" "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = 'SELECT pg_sleep(5)'")" = 1 ] && break
+	sleep 0.1
+done
 o "BEGIN" "SELECT dlock.try_acquire('$tag:ev-rollback', '1 minute', '$A', 'never')" "ROLLBACK" >/dev/null
 ev_tok=$(o "SELECT fencing_token FROM dlock.try_acquire('$tag:ev', '1 minute', '$A', 'host \"one\"')")
 if [ "$edition" = sql ]; then
