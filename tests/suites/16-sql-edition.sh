@@ -101,6 +101,15 @@ surface() {
 		SELECT 'type lease ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
 		  FROM pg_attribute a WHERE a.attrelid = 'dlock.lease'::regclass) x"
 }
+# check_same_surface_as_new DB NAME [TEXT]: DB (an updated installation) has
+# the surface of the new installation ($scratch/surface-sql)
+check_same_surface_as_new() {
+	local db=$1 name=$2 text=${3:-"... to the surface of a new $version installation"}
+	surface "$db" >"$scratch/surface-$name"
+	diff "$scratch/surface-sql" "$scratch/surface-$name" >"$scratch/surface-$name.diff"
+	head -n 20 "$scratch/surface-$name.diff"
+	check "$text" test ! -s "$scratch/surface-$name.diff"
+}
 # functions listed in sql_edition/missing-functions.txt are not expected
 missing=$(sed -e 's/#.*//' sql_edition/missing-functions.txt | awk 'NF {print "^function dlock\\." $1 "\\("}' | paste -sd'|' -)
 surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scratch/surface-c"
@@ -142,10 +151,7 @@ check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.4 by the owner without superus
 	test "$nil_state $nil_version $nil_super" = "ok $version 0"
 check "release with the nil UUID: 22023 in 1.4, false after the update, as renew (NULL) and release_all (0); the lease is kept ($nil_before; $nil_release $nil_renew $nil_release_all $nil_kept)" \
 	test "$nil_before $nil_release $nil_renew $nil_release_all $nil_kept" = "22023 f t 0 $nil_tok"
-surface $nil_up_db >"$scratch/surface-up-nil"
-diff "$scratch/surface-sql" "$scratch/surface-up-nil" >"$scratch/surface-up-nil.diff"
-head -n 20 "$scratch/surface-up-nil.diff"
-check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-nil.diff"
+check_same_surface_as_new $nil_up_db up-nil
 tests/sql_edition/api.sh $nil_up_db $owner sql >"$scratch/api-up-nil.log" 2>&1
 grep FAILED "$scratch/api-up-nil.log"
 check "shared API tests pass on the database updated from 1.4 ($(tail -n 1 "$scratch/api-up-nil.log"))" grep -q ' 0 failed$' "$scratch/api-up-nil.log"
@@ -166,10 +172,7 @@ pin_up_version=$(q $pin_up_db "SELECT extversion FROM pg_extension WHERE extname
 	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" | tr '\n' ' ')
 check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.4.1 by the owner without superuser ($pin_up_state; version, superuser-owned functions: $pin_up_version)" \
 	test "$pin_up_state $pin_up_version" = "ok $version 0 "
-surface $pin_up_db >"$scratch/surface-up-pins"
-diff "$scratch/surface-sql" "$scratch/surface-up-pins" >"$scratch/surface-up-pins.diff"
-head -n 20 "$scratch/surface-up-pins.diff"
-check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-pins.diff"
+check_same_surface_as_new $pin_up_db up-pins
 pins_hold_across_kinds $pin_up_db $owner after
 
 # from 1.3, through the steps to 1.4 and to 1.4.1
@@ -189,10 +192,7 @@ up_super=$(q $up_db "SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p
 check "after the update no function of the SQL edition runs with a superuser's rights" test "$up_super" = 0
 up_kept=$(AS=$owner q $up_db "SELECT string_agg(lock_name || ' ' || kind || ' ' || fencing_token, ', ' ORDER BY lock_name) FROM dlock.lock_holders WHERE lock_name LIKE 'up:%'")
 check "the leases held across the update are kept ($up_kept)" test "$up_kept" = "up:ex exclusive $up_ex, up:sh shared $up_sh"
-surface $up_db >"$scratch/surface-up"
-diff "$scratch/surface-sql" "$scratch/surface-up" >"$scratch/surface-up.diff"
-head -n 20 "$scratch/surface-up.diff"
-check "the updated database has the surface of a new $version installation" test ! -s "$scratch/surface-up.diff"
+check_same_surface_as_new $up_db up "the updated database has the surface of a new $version installation"
 up_refused=$(AS=$owner sqlstate $up_db "SET dlock.durability = fenced" "SELECT dlock.renew('up:ex', '00000000-0000-0000-0000-0000000000a1', '1 hour')")
 check "under dlock.durability = fenced $version refuses to renew a lease 1.3 granted ($up_refused)" test "$up_refused" = 0A000
 up_dg=$(AS=$owner q $up_db "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
@@ -209,10 +209,7 @@ up2=$(q $up2_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_s
 	"SELECT count(*) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE p.pronamespace = 'dlock'::regnamespace AND r.rolsuper" | tr '\n' ' ')
 check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through every step ($up2_state; version, superuser-owned functions: $up2)" \
 	test "$up2_state $up2" = "ok $version 0 "
-surface $up2_db >"$scratch/surface-up2"
-diff "$scratch/surface-sql" "$scratch/surface-up2" >"$scratch/surface-up2.diff"
-head -n 20 "$scratch/surface-up2.diff"
-check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up2.diff"
+check_same_surface_as_new $up2_db up2
 
 # psql -f: a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
 # their sources) updated by dist/pg_dlock_sql-upgrade.sql
@@ -233,10 +230,7 @@ for from in 1.4.1 1.4 1.3 1.2; do
 	psql -X -q -U $owner -d $up_plain -v ON_ERROR_STOP=1 -f sql_edition/dist/pg_dlock_sql-upgrade.sql >"$scratch/plain-up-$from.log" 2>&1
 	check "pg_dlock_sql-upgrade.sql updates a psql -f installation from $from ($(tr '\n' ' ' <"$scratch/plain-up-$from.log"))" \
 		test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = "$version"
-	surface $up_plain >"$scratch/surface-up-plain"
-	diff "$scratch/surface-sql" "$scratch/surface-up-plain" >"$scratch/surface-up-plain.diff"
-	head -n 20 "$scratch/surface-up-plain.diff"
-	check "... to the surface of a new $version installation" test ! -s "$scratch/surface-up-plain.diff"
+	check_same_surface_as_new $up_plain up-plain
 	p_after=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced-2', '1 minute')")
 	if [ $from = 1.4 ] || [ $from = 1.4.1 ]; then
 		check "... under dlock.durability = fenced $from refuses, and so does $version ($p_before, $p_after)" \
