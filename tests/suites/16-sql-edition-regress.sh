@@ -151,6 +151,14 @@ alt_listed=$( (listed regress alt; listed spec alt) | sort)
 alt_files=$(ls "$alts"/*.out | sed 's|.*/||; s|\.out$||' | sort)
 check "the alternative outputs in $alts are those the list marks alt ($(echo $alt_files))" \
 	test "$alt_listed" = "$alt_files"
+same_as_c=$(for alt in "$alts"/*.out; do
+	name=$(basename "$alt" .out)
+	for c in regress/expected/"$name".out regress/expected/"$name"_[0-9].out; do
+		[ -f "$c" ] && cmp -s "$alt" "$c" && echo "$name"
+	done
+done | tr '\n' ',')
+check "each alternative output differs from every expected output of the C extension's run for that file (the same: ${same_as_c:-none})" \
+	test -z "$same_as_c"
 # negative control: a new file in a copy of regress/, neither run nor listed
 mkdir -p "$scratch/planted"
 cp -r regress/sql regress/specs "$scratch/planted/"
