@@ -1,5 +1,5 @@
-# Shared by the SQL edition's suites (16-sql-edition, 17-sql-edition-matrix)
-# and tests/sql_edition/api.sh. Needs tests/lib/check.sh sourced first.
+# Shared by the SQL edition's suites (16-sql-edition, 16-sql-edition-regress,
+# 17-sql-edition-matrix) and tests/sql_edition/api.sh. Needs tests/lib/check.sh sourced first.
 
 # q DB SQL...: one psql call as PGUSER (or $AS), unaligned, stops at the
 # first error; prints the last result.
