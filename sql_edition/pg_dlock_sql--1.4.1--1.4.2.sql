@@ -1,72 +1,381 @@
-/* sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql -- pg_dlock_sql 1.4.1 -> 1.4.2: a pin keeps an ended lease's name from every kind */
+/* sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql -- pg_dlock_sql 1.4.1 -> 1.4.2: the C extension's rules where this edition broke them */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE TO '1.4.2'" to load this file (or sql_edition/dist/pg_dlock_sql-upgrade.sql with psql -f). \quit
 
 /*
- * dlock.holds() and dlock.assert_holds() pin a live lease (FOR SHARE) to the
- * end of the calling transaction, so that the holder's fenced writes finish
- * before anyone else may hold the name. A lease that ends while pinned is
- * still in use until the pin goes. Up to 1.4.1 only an exclusive lease
- * taken over by another exclusive lease waited for that (its row lock); a
- * grant of another kind or another permit did not:
- *   - an exclusive grant over a pinned shared lease or permit that had
- *     ended, and a shared lease or permit over a pinned exclusive lease that
- *     had ended, were granted at once: a reader and a writer in their fenced
- *     transactions together;
- *   - a permit whose slot was pinned after its lease ended was replaced by a
- *     new slot: one holder more than the semaphore's permits.
- * As in the C extension, a grant now waits for the pins of the other kind's
- * ended leases (dlock._await_pins_of_ended), and a semaphore's permits are
- * its slots 1 to "permits", a pinned one staying taken until its pin ends.
- * The SQL API is unchanged.
+ * The C extension's tests, run on this edition, and its fault suite found
+ * where it broke the rules it shares with the C extension. The SQL API is
+ * unchanged; each fix is below, with the functions it replaces.
+ *  - A pin outlives its lease's end. dlock.holds() pins a live lease (FOR
+ *    SHARE) to the end of the calling transaction, so that the holder's
+ *    fenced writes finish before anyone else holds the name. Up to 1.4.1 an
+ *    exclusive grant over a pinned shared lease or permit that had ended,
+ *    and a shared lease or permit over a pinned exclusive lease that had
+ *    ended, were granted at once (a reader and a writer in their fenced
+ *    transactions together), and a semaphore replaced a pinned permit's
+ *    slot with a new one (a third holder of a semaphore of 2). A grant now
+ *    ends the other kind's leases that ended, once their pins are gone
+ *    (dlock._end_expired_leases), and a semaphore's permits are its slots 1
+ *    to "permits".
+ *  - The reap floor as it is now: a REPEATABLE READ transaction whose
+ *    snapshot predated a reap issued a reaped token again.
+ *  - The next token goes on counting in a new generation, as in the C
+ *    extension (it restarted at 1; tokens grew either way).
+ *  - holds() that waited for a concurrent change and found the lease gone
+ *    kept its row lock to the end of the transaction.
+ *  - A bounded wait (acquire and the shared, permit and multi-lock ones)
+ *    waited for a pin past its wait; it now polls without lock waits.
+ *  - A permit grant that waited for another transaction's creation of the
+ *    semaphore did not check the permits again.
+ *  - A same-owner retry of try_acquire is counted in renewals; acquire_all's
+ *    55P03 message is the C extension's.
  */
 
 ------------------------------------------------------------------------------
--- The rule: a pinned lease keeps its name until its pin ends
+-- The rule: a pin outlives its lease's end; a grant ends the other kind's ended leases
 ------------------------------------------------------------------------------
 
 /*
  * A grant calls this under the name's kind lock with the clock reading it
- * decides at. The leases of the other kind that had ended by then (the
- * exclusive lease when p_of_exclusive, else the shared leases and permits)
- * are locked, which waits for the transactions that pin them, in a
- * subtransaction that is then rolled back, so the caller keeps no lock. A pin
- * asked for later finds its lease ended (holds() decides again once it has
- * the row lock) and pins nothing; a lease still live at p_now the caller
- * refuses on its own.
+ * decides at, before it decides: the leases of the other kind that had ended
+ * by then but were never released (the exclusive lease when p_exclusive,
+ * else the shared leases and permits) are ended, as the C extension does.
+ * Their row locks are taken first, which waits for the transactions that pin
+ * them -- in an attempt of a bounded wait (pg_dlock_sql.polling) without
+ * waiting: a pin refuses the attempt (lock_not_available). Once ended, no
+ * step back of the server clock can make such a lease live again beside the
+ * new one, and a pin asked for later finds it ended (holds() decides again
+ * once it has the row lock). A lease still live at p_now the caller refuses
+ * on its own; a refused grant rolls this back with the rest of its
+ * subtransaction.
  */
-CREATE FUNCTION dlock._await_pins_of_ended(p_lock_name text, p_now timestamptz, p_of_exclusive boolean)
+CREATE FUNCTION dlock._end_expired_leases(p_lock_name text, p_now timestamptz, p_exclusive boolean)
 RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	polling boolean := pg_catalog.current_setting('pg_dlock_sql.polling', true) = 'on';
 BEGIN
-	IF p_of_exclusive THEN
-		IF NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l
-						WHERE l.lock_name = p_lock_name AND l.owner_token IS NOT NULL AND l.lease_until <= p_now) THEN
-			RETURN;
-		END IF;
-	ELSIF NOT EXISTS (SELECT 1 FROM dlock.lock_holder h
-					   WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until <= p_now) THEN
-		RETURN;
-	END IF;
-	BEGIN
-		IF p_of_exclusive THEN
+	IF p_exclusive THEN
+		IF polling THEN
 			PERFORM 1 FROM dlock.distributed_lock l
 			  WHERE l.lock_name = p_lock_name AND l.owner_token IS NOT NULL AND l.lease_until <= p_now
-			  FOR NO KEY UPDATE;
-		ELSE
+			  FOR NO KEY UPDATE NOWAIT;
+		END IF;
+		UPDATE dlock.distributed_lock l SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()
+		 WHERE l.lock_name = p_lock_name AND l.owner_token IS NOT NULL AND l.lease_until <= p_now;
+	ELSE
+		IF polling THEN
 			PERFORM 1 FROM dlock.lock_holder h
 			  WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until <= p_now
-			  FOR NO KEY UPDATE;
+			  FOR NO KEY UPDATE NOWAIT;
 		END IF;
-		RAISE SQLSTATE 'PD097';
-	EXCEPTION WHEN SQLSTATE 'PD097' THEN
-		NULL;					-- the row locks were only a wait: give them back
-	END;
+		UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()
+		 WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until <= p_now;
+	END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION dlock._await_pins_of_ended(text, timestamptz, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock._end_expired_leases(text, timestamptz, boolean) FROM PUBLIC;
+
+------------------------------------------------------------------------------
+-- Tokens: the reap floor as it is now, and the next token as in the C extension
+------------------------------------------------------------------------------
+
+/*
+ * The highest token of every reaped name. dlock.token_floor keeps it with
+ * the data (pg_dump, a restore); a transaction whose snapshot predates a
+ * reap (REPEATABLE READ, SERIALIZABLE) would read that table as it was and
+ * issue a reaped token again. So every change to the table is mirrored in
+ * dlock.reap_floor, a sequence, which every snapshot reads as it is now
+ * (sequences are not transactional: a reap rolled back leaves it higher,
+ * which only skips tokens).
+ */
+CREATE SEQUENCE dlock.reap_floor MINVALUE 0 START 0;
+REVOKE ALL ON dlock.reap_floor FROM PUBLIC;
+
+CREATE FUNCTION dlock._mirror_reap_floor()
+RETURNS trigger LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM pg_catalog.setval('dlock.reap_floor',
+							  coalesce((SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f), 0), true);
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION dlock._mirror_reap_floor() FROM PUBLIC;
+CREATE TRIGGER mirror_reap_floor AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dlock.token_floor
+	FOR EACH STATEMENT EXECUTE FUNCTION dlock._mirror_reap_floor();
+SELECT pg_catalog.setval('dlock.reap_floor',
+						 coalesce((SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f), 0), true);
+
+-- the floor a grant of a new name must issue above: as it is now
+CREATE FUNCTION dlock._reap_floor()
+RETURNS bigint LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT NULLIF(GREATEST((SELECT f.last_value FROM dlock.reap_floor f),
+						   (SELECT pg_catalog.max(t.reaped_max) FROM dlock.token_floor t)), 0)
+$$;
+REVOKE ALL ON FUNCTION dlock._reap_floor() FROM PUBLIC;
+
+
+
+/*
+ * The next token (token.c dlock_next_token, dlock_first_token): one more on
+ * the same timeline of the same cluster; a generation up by the timelines
+ * crossed on a later timeline of it, by the whole timeline on another
+ * cluster or an earlier timeline, the counter going on in both. A name's
+ * first token (prev NULL) is above floor: the next of it when floor is of
+ * this generation or later, else the counter after floor's in this one.
+ */
+CREATE OR REPLACE FUNCTION dlock._next_token(prev bigint, prev_timeline integer, prev_system bigint,
+								  timeline integer, system bigint, floor bigint)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	counter_mask constant bigint := (1::bigint << 40) - 1;
+	same_history boolean;
+	token bigint;
+BEGIN
+	IF prev IS NULL THEN
+		IF floor IS NOT NULL AND (floor >> 40) >= timeline THEN
+			token := floor + 1;
+		ELSE
+			token := (timeline::bigint << 40) | ((coalesce(floor, 0) & counter_mask) + 1);
+		END IF;
+	ELSE
+		same_history := prev_system IS NOT DISTINCT FROM system AND timeline >= prev_timeline;
+		IF same_history AND timeline = prev_timeline THEN
+			token := prev + 1;
+		ELSE
+			token := (((prev >> 40) + CASE WHEN same_history THEN timeline - prev_timeline ELSE timeline END) << 40)
+					 | ((prev & counter_mask) + 1);
+		END IF;
+	END IF;
+	IF floor IS NOT NULL AND token <= floor THEN
+		token := floor + 1;
+	END IF;
+	RETURN token;
+END
+$$;
+
+------------------------------------------------------------------------------
+-- holds(): a pin that fails keeps no lock
+------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION dlock._holds(p_lock_name text, p_token bigint)
+RETURNS boolean LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM dlock.distributed_lock l
+				WHERE l.lock_name = p_lock_name AND l.fencing_seq = p_token
+				  AND l.owner_token IS NOT NULL AND l.lease_until > pg_catalog.clock_timestamp()) THEN
+		-- decide again on the version locked, after any wait for it; a lease
+		-- that ended meanwhile is not pinned: its subtransaction gives the
+		-- row lock back
+		BEGIN
+			PERFORM 1 FROM dlock.distributed_lock l
+			  WHERE l.lock_name = p_lock_name AND l.fencing_seq = p_token AND l.owner_token IS NOT NULL
+			  FOR SHARE;
+			IF EXISTS (SELECT 1 FROM dlock.distributed_lock l
+						WHERE l.lock_name = p_lock_name AND l.fencing_seq = p_token
+						  AND l.owner_token IS NOT NULL AND l.lease_until > pg_catalog.clock_timestamp()) THEN
+				RETURN true;
+			END IF;
+			RAISE SQLSTATE 'PD096';
+		EXCEPTION WHEN SQLSTATE 'PD096' THEN
+			RETURN false;
+		END;
+	END IF;
+	IF EXISTS (SELECT 1 FROM dlock.lock_holder h
+				WHERE h.lock_name = p_lock_name AND h.fencing_seq = p_token
+				  AND h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()) THEN
+		BEGIN
+			PERFORM 1 FROM dlock.lock_holder h
+			  WHERE h.lock_name = p_lock_name AND h.fencing_seq = p_token AND h.owner_token IS NOT NULL
+			  FOR SHARE;
+			IF EXISTS (SELECT 1 FROM dlock.lock_holder h
+						WHERE h.lock_name = p_lock_name AND h.fencing_seq = p_token
+						  AND h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()) THEN
+				RETURN true;
+			END IF;
+			RAISE SQLSTATE 'PD096';
+		EXCEPTION WHEN SQLSTATE 'PD096' THEN
+			RETURN false;
+		END;
+	END IF;
+	RETURN false;
+END
+$$;
+
+------------------------------------------------------------------------------
+-- Bounded waits: no lock waited for past the wait
+------------------------------------------------------------------------------
+
+/*
+ * A bounded wait polls: acquire, acquire_shared, acquire_permit and
+ * acquire_all run with lock_timeout = 1ms and pg_dlock_sql.polling = on
+ * (their SET clause, undone when they return), so no attempt waits for a
+ * lock -- another grant's row lock, the kind lock, for more than a
+ * millisecond; a pin on a lease that ended, not at all
+ * (dlock._end_expired_leases) -- and a lock held past the wait cannot
+ * carry the call past it (the C extension's waits skip pinned leases the
+ * same way). An attempt that meets such a lock counts as refused, and the
+ * loop sleeps and tries again.
+ */
+
+CREATE OR REPLACE FUNCTION dlock.acquire(lock_name text, ttl interval, wait interval,
+							  owner_token uuid DEFAULT NULL, holder text DEFAULT NULL,
+							  session_bound boolean DEFAULT false,
+							  max_hold interval DEFAULT NULL,
+							  min_hold interval DEFAULT NULL,
+							  lock_delay interval DEFAULT NULL)
+RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+AS $$
+DECLARE
+	p record;
+	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
+	started timestamptz;
+	attempt integer := 0;
+	result dlock.lease;
+BEGIN
+	PERFORM dlock._check_acquire(lock_name, ttl, owner_token, holder);
+	PERFORM dlock._check_wait(wait);
+	p := dlock._check_policy(ttl, session_bound, max_hold, min_hold, lock_delay);
+	PERFORM dlock._check_may_wait(lock_name, wait);
+	started := pg_catalog.clock_timestamp();
+	LOOP
+		BEGIN
+			result := dlock._try_exclusive(lock_name, ttl, owner, holder, p.eff_max_hold, min_hold, p.eff_lock_delay);
+		EXCEPTION WHEN lock_not_available THEN
+			result := NULL;	-- it met a lock: refused, poll again
+		END;
+		IF result.owner_token IS NOT NULL THEN
+			RETURN result;
+		END IF;
+		attempt := attempt + 1;
+		IF NOT dlock._backoff(started, wait, attempt) THEN
+			PERFORM dlock._wait_ran_out(lock_name, wait);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION dlock.acquire(text, interval, interval, uuid, text, boolean, interval, interval, interval) IS
+'like try_acquire, but polls in the server up to "wait" for the lock (jittered back-off, no order among waiters); raises lock_not_available (55P03) when the wait runs out. Same options as try_acquire';
+
+CREATE OR REPLACE FUNCTION dlock.acquire_shared(lock_name text, ttl interval, wait interval,
+									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+AS $$
+DECLARE
+	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
+	started timestamptz;
+	attempt integer := 0;
+	result dlock.lease;
+BEGIN
+	PERFORM dlock._check_acquire(lock_name, ttl, owner_token, holder);
+	PERFORM dlock._check_wait(wait);
+	PERFORM dlock._check_may_wait(lock_name, wait);
+	started := pg_catalog.clock_timestamp();
+	LOOP
+		BEGIN
+			result := dlock._try_holder('s', lock_name, NULL, ttl, owner, holder);
+		EXCEPTION WHEN lock_not_available THEN
+			result := NULL;	-- it met a lock: refused, poll again
+		END;
+		IF result.owner_token IS NOT NULL THEN
+			RETURN result;
+		END IF;
+		attempt := attempt + 1;
+		IF NOT dlock._backoff(started, wait, attempt) THEN
+			PERFORM dlock._wait_ran_out(lock_name, wait);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION dlock.acquire_shared(text, interval, interval, uuid, text) IS
+'like try_acquire_shared, but polls in the server up to "wait"; raises lock_not_available (55P03) when the wait runs out';
+
+CREATE OR REPLACE FUNCTION dlock.acquire_permit(semaphore_name text, permits integer, ttl interval, wait interval,
+									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+AS $$
+DECLARE
+	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
+	started timestamptz;
+	attempt integer := 0;
+	result dlock.lease;
+BEGIN
+	PERFORM dlock._check_name('semaphore_name', semaphore_name);
+	PERFORM dlock._check_permits(permits);
+	PERFORM dlock._check_acquire(semaphore_name, ttl, owner_token, holder);
+	PERFORM dlock._check_wait(wait);
+	PERFORM dlock._check_may_wait(semaphore_name, wait);
+	started := pg_catalog.clock_timestamp();
+	LOOP
+		BEGIN
+			result := dlock._try_holder('p', semaphore_name, permits, ttl, owner, holder);
+		EXCEPTION WHEN lock_not_available THEN
+			result := NULL;	-- it met a lock: refused, poll again
+		END;
+		IF result.owner_token IS NOT NULL THEN
+			RETURN result;
+		END IF;
+		attempt := attempt + 1;
+		IF NOT dlock._backoff(started, wait, attempt) THEN
+			PERFORM dlock._wait_ran_out(semaphore_name, wait);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text) IS
+'like try_acquire_permit, but polls in the server up to "wait"; raises lock_not_available (55P03) when the wait runs out';
+
+CREATE OR REPLACE FUNCTION dlock.acquire_all(lock_names text[], ttl interval, wait interval,
+								  owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+RETURNS SETOF dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 4
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+AS $$
+DECLARE
+	names text[] := dlock._check_names(lock_names);
+	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
+	started timestamptz;
+	attempt integer := 0;
+	leases dlock.lease[];
+BEGIN
+	PERFORM dlock._check_ttl(ttl);
+	PERFORM dlock._check_owner(owner_token, false);
+	PERFORM dlock._check_holder(holder);
+	PERFORM dlock._check_durability();
+	PERFORM dlock._check_wait(wait);
+	PERFORM dlock._check_may_wait(names[1], wait);
+	started := pg_catalog.clock_timestamp();
+	LOOP
+		BEGIN
+			leases := ARRAY(SELECT a FROM dlock._try_all(names, ttl, owner, holder) a);
+		EXCEPTION WHEN lock_not_available THEN
+			leases := NULL;	-- it met a lock: refused, poll again
+		END;
+		IF pg_catalog.cardinality(leases) > 0 THEN
+			RETURN QUERY SELECT * FROM pg_catalog.unnest(leases);
+			RETURN;
+		END IF;
+		attempt := attempt + 1;
+		IF NOT dlock._backoff(started, wait, attempt) THEN
+			RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+				MESSAGE = pg_catalog.format('could not acquire all %s locks within %s ms', pg_catalog.cardinality(names),
+											(pg_catalog.date_part('epoch', dlock._length(wait)) * 1000)::bigint);
+		END IF;
+	END LOOP;
+END
+$$;
 
 ------------------------------------------------------------------------------
 -- The grants that call it
@@ -121,10 +430,10 @@ BEGIN
 			PERFORM dlock._durable();
 			-- readers and writers of one name decide one at a time
 			PERFORM pg_catalog.pg_advisory_xact_lock(dlock._kind_key(p_lock_name));
-			-- shared leases and permits: live ones refuse, pinned ended ones
-			-- are waited for, both judged at one clock reading
+			-- shared leases and permits: live ones refuse, ended ones are
+			-- ended once their pins are gone, both judged at one clock reading
 			now := pg_catalog.clock_timestamp();
-			PERFORM dlock._await_pins_of_ended(p_lock_name, now, false);
+			PERFORM dlock._end_expired_leases(p_lock_name, now, false);
 			IF EXISTS (SELECT 1 FROM dlock.lock_holder h
 						WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
 				RAISE SQLSTATE 'PD098';
@@ -135,7 +444,7 @@ BEGIN
 			IF r.lock_name IS NULL THEN
 				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
 										   c.timeline, c.system,
-										   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
+										   dlock._reap_floor());
 				now := pg_catalog.clock_timestamp();
 				INSERT INTO dlock.distributed_lock AS l
 					(lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at, holder,
@@ -170,7 +479,8 @@ BEGIN
 				-- past its hold_limit (max_hold bounds the whole hold)
 				UPDATE dlock.distributed_lock l
 				   SET lease_until = LEAST(GREATEST(l.lease_until, now + dlock._length(p_ttl)),
-										   COALESCE(l.hold_limit, 'infinity')), updated_at = now
+										   COALESCE(l.hold_limit, 'infinity')), updated_at = now,
+					   renewals = l.renewals + 1
 				 WHERE l.lock_name = p_lock_name
 				RETURNING l.lease_until INTO r.lease_until;
 				result := ROW(p_lock_name, p_owner, r.fencing_seq, r.lease_until);
@@ -308,23 +618,24 @@ BEGIN
 					RAISE SQLSTATE 'PD098';
 				END IF;
 				IF r.owner_token IS NOT NULL THEN
-					PERFORM dlock._await_pins_of_ended(p_lock_name, now, true);
+					PERFORM dlock._end_expired_leases(p_lock_name, now, true);
 				END IF;
 			END IF;
 			SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind),
-				   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind)
-			  INTO live_other, live_same
+				   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind),
+				   pg_catalog.max(h2.permits) FILTER (WHERE h2.kind = p_kind)
+			  INTO live_other, live_same, live_permits
 			  FROM dlock.lock_holder h2
 			 WHERE h2.lock_name = p_lock_name AND h2.owner_token IS NOT NULL AND h2.lease_until > now;
-			IF live_other > 0 THEN
-				CONTINUE;				-- changed kind meanwhile: report it as above
+			IF live_other > 0 OR (p_kind = 'p' AND live_permits IS NOT NULL AND live_permits <> p_permits) THEN
+				CONTINUE;				-- changed meanwhile: report it as above
 			END IF;
 			IF p_kind = 'p' AND live_same >= p_permits THEN
 				RAISE SQLSTATE 'PD098';
 			END IF;
 			IF hc.fencing_seq = 0 THEN
 				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system,
-										   (SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f));
+										   dlock._reap_floor());
 			ELSIF r.fencing_seq > hc.fencing_seq THEN
 				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
 			ELSE
@@ -393,7 +704,7 @@ BEGIN
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;
 	FOR obj IN SELECT c.oid::regclass AS name FROM pg_catalog.pg_class c
-				WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind IN ('r', 'v') AND c.relowner <> owner
+				WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind IN ('r', 'v', 'S') AND c.relowner <> owner
 	LOOP
 		EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;
