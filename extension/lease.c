@@ -455,14 +455,16 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		}
 
 		/*
-		 * A new lease on a free row is written over the version decided on
-		 * without a row lock taken first (dlock_row_write_decided: a wait
-		 * there cannot make it wrong). Its columns are set before the write,
-		 * and again on a retry: nothing in them counts or binds a session
-		 * for a free row's grant (no lost lease, session_bound excluded).
-		 * Any other grant locks the row first and sets them under the lock.
+		 * A new lease on a free row, for a caller without a deadline, is
+		 * written over the version decided on without a row lock taken
+		 * first (dlock_row_write_decided: a wait there cannot make it wrong,
+		 * and it waits only as long as dlock_row_wait would without a
+		 * deadline). Its columns are set before the write, and again on a
+		 * retry: nothing in them counts or binds a session for a free row's
+		 * grant (no lost lease, session_bound excluded). Any other grant
+		 * locks the row first and sets them under the lock.
 		 */
-		free_row = new_lease && row.nulls[Anum_owner_token - 1] &&
+		free_row = deadline == 0 && new_lease && row.nulls[Anum_owner_token - 1] &&
 			!args->policy.session_bound;
 		if (free_row)
 		{

@@ -13,14 +13,16 @@
  * A refused call therefore never keeps a row lock, and takes no transaction
  * ID: heap_lock_tuple assigns one only once it locks.
  *
- * One decision skips that row lock: a new lease on a free row (no owner) is
- * written by dlock_row_write_decided straight over the version it was
- * decided on, when that version's header shows no locker and no updater,
- * saving the lock's own WAL record. Its race and why it is harmless are
- * told there. The promises above hold for it with one exception: an
- * attempt that finds in its write that another transaction changed the row
- * meanwhile has taken a transaction ID (heap_update assigns one first); it
- * still keeps no row lock, and reads and decides again.
+ * One decision skips that row lock: a new lease on a free row (no owner),
+ * for a caller with no deadline, is written by dlock_row_write_decided
+ * straight over the version it was decided on, when that version's header
+ * shows no locker and no updater, saving the lock's own WAL record. Its
+ * race and why it is harmless are told there; a wait it meets is one the
+ * caller would have waited out in dlock_row_wait anyway. The promises
+ * above hold for it with one exception: an attempt that finds in its write
+ * that another transaction changed the row meanwhile has taken a
+ * transaction ID (heap_update assigns one first); it still keeps no row
+ * lock, and reads and decides again.
  *
  * Updates change no indexed column, so heap_update keeps them HOT when the
  * page has room (the table's fillfactor leaves it); when it does not, the
@@ -517,8 +519,10 @@ dlock_row_update(DlockRows *rows, DlockRow *row)
  * When the version shows no locker or updater (version_unlocked), it is
  * updated at once, with no row lock taken before. Between that look and
  * heap_update's own lock on the page, another transaction may still lock
- * or change the version; heap_update then waits for it -- a wait bounded
- * by lock_timeout only, not by the caller's deadline -- and:
+ * or change the version; heap_update then waits for it as an UPDATE does,
+ * in line for the row's tuple lock, bounded by lock_timeout only -- so only
+ * a caller without a deadline may use this, one that would wait as long in
+ * dlock_row_wait (a try_acquire) -- and:
  *
  *	- if it updated or deleted the row (a grant, a holder grant clearing the
  *	  exclusive_only mark, dlock.reap), reports TM_Updated or TM_Deleted:
