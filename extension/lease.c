@@ -9,6 +9,9 @@
  * when the lock is free, expired, or already this owner's. A refused attempt
  * therefore modifies nothing: it takes no row lock and no transaction ID, so
  * a caller that fails inside a long transaction never delays the holder.
+ * (A grant on a free row writes without locking first, lock_row.c; if
+ * another grant wins the row in between, the attempt has taken a
+ * transaction ID, still no row lock, and refuses only after deciding again.)
  *
  * The row belongs to the caller's transaction like any other write: a lease
  * taken in a transaction that rolls back never existed, and its token is
@@ -327,7 +330,8 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 /*
  * One attempt to grant the lease to args->owner, decided on the newest
  * committed version of the row with one clock reading. A refusal holds no
- * row lock and takes no transaction ID. Waits for a transaction that is
+ * row lock and takes no transaction ID (unless it lost a free row's write
+ * to another grant first: dlock_row_write_decided). Waits for a transaction that is
  * changing the row, up to deadline (0: as long as an UPDATE would, bounded
  * by lock_timeout). Counts and audits the grant; the transaction will
  * commit durably.
@@ -402,6 +406,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		TimestampTz now = 0;
 		bool		found;
 		bool		appeared;
+		bool		free_row;
+		DlockRowLock locked;
 
 		new_lease = true;
 		found = dlock_row_read(&rows, args->lock_name, &row);
@@ -448,7 +454,28 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 			return;
 		}
 
-		switch (dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive))
+		/*
+		 * A new lease on a free row, for a caller without a deadline, is
+		 * written over the version decided on without a row lock taken
+		 * first (dlock_row_write_decided: a wait there cannot make it wrong,
+		 * and it waits only as long as dlock_row_wait would without a
+		 * deadline). Its columns are set before the write, and again on a
+		 * retry: nothing in them counts or binds a session for a free row's
+		 * grant (no lost lease, session_bound excluded). Any other grant
+		 * locks the row first and sets them under the lock.
+		 */
+		free_row = deadline == 0 && new_lease && row.nulls[Anum_owner_token - 1] &&
+			!args->policy.session_bound;
+		if (free_row)
+		{
+			set_new_lease(&rows, &row, args, now, taken_over, least_token,
+						  commit.history);
+			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
+			locked = dlock_row_write_decided(&rows, &row);
+		}
+		else
+			locked = dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive);
+		switch (locked)
 		{
 			case ROW_LOCKED:
 				break;
@@ -460,6 +487,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				dlock_rows_close(&rows);
 				return;
 		}
+		if (free_row)
+			break;				/* written */
 
 		if (new_lease)
 		{

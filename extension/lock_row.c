@@ -13,6 +13,17 @@
  * A refused call therefore never keeps a row lock, and takes no transaction
  * ID: heap_lock_tuple assigns one only once it locks.
  *
+ * One decision skips that row lock: a new lease on a free row (no owner),
+ * for a caller with no deadline, is written by dlock_row_write_decided
+ * straight over the version it was decided on, when that version's header
+ * shows no locker and no updater, saving the lock's own WAL record. Its
+ * race and why it is harmless are told there; a wait it meets is one the
+ * caller would have waited out in dlock_row_wait anyway. The promises
+ * above hold for it with one exception: an attempt that finds in its write
+ * that another transaction changed the row meanwhile has taken a
+ * transaction ID (heap_update assigns one first); it still keeps no row
+ * lock, and reads and decides again.
+ *
  * Updates change no indexed column, so heap_update keeps them HOT when the
  * page has room (the table's fillfactor leaves it); when it does not, the
  * new version gets its primary-key entry here, as CatalogIndexInsert does
@@ -293,6 +304,39 @@ dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode)
 }
 
 /*
+ * Whether the version of the row that dlock_row_read returned shows, in its
+ * header as it is now, no locker and no updater: the hint that its xmax is
+ * invalid, on that very version (same xmin). Only the clearly free case
+ * counts: a lock-only xmax of a finished transaction, or an aborted one
+ * without the hint, is left to heap_lock_tuple to sort out.
+ */
+static bool
+version_unlocked(DlockRows *rows, DlockRow *row)
+{
+	Buffer		buffer = ReadBuffer(rows->rel, ItemPointerGetBlockNumber(&row->tid));
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(&row->tid);
+	Page		page;
+	bool		unlocked = false;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	if (offnum <= PageGetMaxOffsetNumber(page))
+	{
+		ItemId		lp = PageGetItemId(page, offnum);
+
+		if (ItemIdIsNormal(lp))
+		{
+			HeapTupleHeader htup = (HeapTupleHeader) PageGetItem(page, lp);
+
+			unlocked = (htup->t_infomask & HEAP_XMAX_INVALID) != 0 &&
+				TransactionIdEquals(HeapTupleHeaderGetXmin(htup), row->xmin);
+		}
+	}
+	UnlockReleaseBuffer(buffer);
+	return unlocked;
+}
+
+/*
  * The other transactions that lock or update the row version at tid; the
  * number found is returned, at most max_xids.
  */
@@ -420,12 +464,14 @@ insert_index_entry(DlockRows *rows, HeapTuple tuple, Datum *values, bool *nulls,
 }
 
 /*
- * Write row->values as the new version of the row; the caller holds its
- * lock (dlock_row_lock returned ROW_LOCKED). The new version is visible to
- * the rest of the transaction at once.
+ * heap_update row->values over the version at row->tid, waiting for any
+ * transaction that locks or changes it, as an UPDATE does. On TM_Ok the new
+ * version is in place (its index entry too), row->tid points to it, and it
+ * is visible to the rest of the transaction at once; otherwise nothing was
+ * written.
  */
-void
-dlock_row_update(DlockRows *rows, DlockRow *row)
+static TM_Result
+update_version(DlockRows *rows, DlockRow *row)
 {
 	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(rows->rel), row->values, row->nulls);
 	TM_FailureData tmfd;
@@ -434,15 +480,105 @@ dlock_row_update(DlockRows *rows, DlockRow *row)
 
 	result = heap_update(rows->rel, &row->tid, tuple, GetCurrentCommandId(true),
 						 InvalidSnapshot, true, &tmfd, &lockmode);
+	if (result == TM_Ok)
+	{
+		if (!HeapTupleIsHeapOnly(tuple))
+			insert_index_entry(rows, tuple, row->values, row->nulls, true);
+		row->tid = tuple->t_self;
+		remember_row(rows, row);
+		CommandCounterIncrement();
+	}
+	heap_freetuple(tuple);
+	return result;
+}
+
+/*
+ * Write row->values as the new version of the row; the caller holds its
+ * lock (dlock_row_lock returned ROW_LOCKED). The new version is visible to
+ * the rest of the transaction at once.
+ */
+void
+dlock_row_update(DlockRows *rows, DlockRow *row)
+{
+	TM_Result	result = update_version(rows, row);
+
 	if (result != TM_Ok)
 		elog(ERROR, "pg_dlock: unexpected result %d updating a locked lock row",
 			 (int) result);
-	if (!HeapTupleIsHeapOnly(tuple))
-		insert_index_entry(rows, tuple, row->values, row->nulls, true);
-	row->tid = tuple->t_self;
-	heap_freetuple(tuple);
-	remember_row(rows, row);
-	CommandCounterIncrement();
+}
+
+/*
+ * Write row->values, a new lease decided on the free row that
+ * dlock_row_read returned, over that version: ROW_LOCKED when it is written
+ * (the transaction now holds the row, as after dlock_row_lock and
+ * dlock_row_update), or ROW_CHANGED (nothing written: read again and
+ * decide again) or ROW_BLOCKED (another transaction holds the row: wait,
+ * read again) as dlock_row_lock reports them. The caller computed
+ * row->values without side effects, since a retry computes them again.
+ *
+ * When the version shows no locker or updater (version_unlocked), it is
+ * updated at once, with no row lock taken before. Between that look and
+ * heap_update's own lock on the page, another transaction may still lock
+ * or change the version; heap_update then waits for it as an UPDATE does,
+ * in line for the row's tuple lock, bounded by lock_timeout only -- so only
+ * a caller without a deadline may use this, one that would wait as long in
+ * dlock_row_wait (a try_acquire) -- and:
+ *
+ *	- if it updated or deleted the row (a grant, a holder grant clearing the
+ *	  exclusive_only mark, dlock.reap), reports TM_Updated or TM_Deleted:
+ *	  nothing is written, and the caller reads and decides again, as after
+ *	  dlock_row_lock's ROW_CHANGED;
+ *	- if it rolled back, or only locked the row and ended, writes the
+ *	  decision made before the wait, on a row that has not changed since it
+ *	  was read. That decision stays right: the row was free and available
+ *	  at the clock reading it was made at, nothing but a write makes it
+ *	  live or unavailable, and the clock only advances; the lease written
+ *	  ends ttl after that earlier reading, so it is only shorter than one
+ *	  decided after the wait. The token is the row's next, as it would be.
+ *
+ * The second case is rare: it needs a lock taken on a free row within
+ * that window, and pg_dlock takes none there without writing the row
+ * next (holds() pins only live leases; the expiry worker locks only rows
+ * with an owner). Only a user's own SELECT ... FOR SHARE of the table
+ * does. The other writes keep taking the row lock first (dlock_row_lock):
+ * a decision made on a live lease (a renewal, a release, this owner's
+ * retry) can be undone during such a wait -- the lease expires, or a
+ * holds() pin landing in the window outlives the release's clock
+ * reading -- and a takeover of an expired lease races the expiry worker,
+ * which locks such rows FOR SHARE SKIP LOCKED to report their expiry and
+ * would report the one the takeover reports. So does a version whose
+ * header shows anything but a clearly free xmax.
+ */
+DlockRowLock
+dlock_row_write_decided(DlockRows *rows, DlockRow *row)
+{
+	DlockRowLock locked;
+
+	if (version_unlocked(rows, row))
+	{
+		TM_Result	result = update_version(rows, row);
+
+		switch (result)
+		{
+			case TM_Ok:
+				return ROW_LOCKED;
+			case TM_Updated:
+			case TM_Deleted:
+				return ROW_CHANGED;
+			case TM_SelfModified:
+				/* changed earlier in this command: see it, then decide again */
+				CommandCounterIncrement();
+				return ROW_CHANGED;
+			default:
+				elog(ERROR, "pg_dlock: unexpected result %d updating a lock row",
+					 (int) result);
+		}
+	}
+	locked = dlock_row_lock(rows, row, LockTupleNoKeyExclusive);
+	if (locked != ROW_LOCKED)
+		return locked;
+	dlock_row_update(rows, row);
+	return ROW_LOCKED;
 }
 
 /*

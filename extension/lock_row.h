@@ -65,6 +65,7 @@ extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode
 extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
 extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
 extern void dlock_row_update(DlockRows *rows, DlockRow *row);
+extern DlockRowLock dlock_row_write_decided(DlockRows *rows, DlockRow *row);
 extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
 extern int64 dlock_token_floor(void);
 extern bool dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row);
