@@ -2675,23 +2675,22 @@ $_pgtle_$
  * by then but were never released (the exclusive lease when p_exclusive,
  * else the shared leases and permits) are ended, as the C extension does.
  * Their row locks are taken first, which waits for the transactions that pin
- * them -- in an attempt of a bounded wait (pg_dlock_sql.polling) without
- * waiting: a pin refuses the attempt (lock_not_available). Once ended, no
+ * them -- in an attempt of a bounded wait (p_polling) without waiting: a
+ * pin refuses the attempt (lock_not_available). Once ended, no
  * step back of the server clock can make such a lease live again beside the
  * new one, and a pin asked for later finds it ended (holds() decides again
  * once it has the row lock). A lease still live at p_now the caller refuses
  * on its own; a refused grant rolls this back with the rest of its
  * subtransaction.
  */
-CREATE FUNCTION dlock._end_expired_leases(p_lock_name text, p_now timestamptz, p_exclusive boolean)
+CREATE FUNCTION dlock._end_expired_leases(p_lock_name text, p_now timestamptz, p_exclusive boolean,
+										  p_polling boolean)
 RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-	polling boolean := pg_catalog.current_setting('pg_dlock_sql.polling', true) = 'on';
 BEGIN
 	IF p_exclusive THEN
-		IF polling THEN
+		IF p_polling THEN
 			PERFORM 1 FROM dlock.distributed_lock l
 			  WHERE l.lock_name = p_lock_name AND l.owner_token IS NOT NULL AND l.lease_until <= p_now
 			  FOR NO KEY UPDATE NOWAIT;
@@ -2699,7 +2698,7 @@ BEGIN
 		UPDATE dlock.distributed_lock l SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()
 		 WHERE l.lock_name = p_lock_name AND l.owner_token IS NOT NULL AND l.lease_until <= p_now;
 	ELSE
-		IF polling THEN
+		IF p_polling THEN
 			PERFORM 1 FROM dlock.lock_holder h
 			  WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until <= p_now
 			  FOR NO KEY UPDATE NOWAIT;
@@ -2709,7 +2708,7 @@ BEGIN
 	END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION dlock._end_expired_leases(text, timestamptz, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock._end_expired_leases(text, timestamptz, boolean, boolean) FROM PUBLIC;
 
 ------------------------------------------------------------------------------
 -- Tokens: the reap floor as it is now, and the next token as in the C extension
@@ -2851,8 +2850,8 @@ $$;
 
 /*
  * A bounded wait polls: acquire, acquire_shared, acquire_permit and
- * acquire_all run with lock_timeout = 1ms and pg_dlock_sql.polling = on
- * (their SET clause, undone when they return), so no attempt waits for a
+ * acquire_all run with lock_timeout = 1ms (their SET clause, undone when
+ * they return) and attempt with p_polling, so no attempt waits for a
  * lock -- another grant's row lock, the kind lock, for more than a
  * millisecond; a pin on a lease that ended, not at all
  * (dlock._end_expired_leases) -- and a lock held past the wait cannot
@@ -2868,7 +2867,7 @@ CREATE OR REPLACE FUNCTION dlock.acquire(lock_name text, ttl interval, wait inte
 							  min_hold interval DEFAULT NULL,
 							  lock_delay interval DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms'
 AS $$
 DECLARE
 	p record;
@@ -2884,7 +2883,7 @@ BEGIN
 	started := pg_catalog.clock_timestamp();
 	LOOP
 		BEGIN
-			result := dlock._try_exclusive(lock_name, ttl, owner, holder, p.eff_max_hold, min_hold, p.eff_lock_delay);
+			result := dlock._try_exclusive(lock_name, ttl, owner, holder, p.eff_max_hold, min_hold, p.eff_lock_delay, true);
 		EXCEPTION WHEN lock_not_available THEN
 			result := NULL;	-- it met a lock: refused, poll again
 		END;
@@ -2904,7 +2903,7 @@ COMMENT ON FUNCTION dlock.acquire(text, interval, interval, uuid, text, boolean,
 CREATE OR REPLACE FUNCTION dlock.acquire_shared(lock_name text, ttl interval, wait interval,
 									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms'
 AS $$
 DECLARE
 	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
@@ -2918,7 +2917,7 @@ BEGIN
 	started := pg_catalog.clock_timestamp();
 	LOOP
 		BEGIN
-			result := dlock._try_holder('s', lock_name, NULL, ttl, owner, holder);
+			result := dlock._try_holder('s', lock_name, NULL, ttl, owner, holder, NULL, true);
 		EXCEPTION WHEN lock_not_available THEN
 			result := NULL;	-- it met a lock: refused, poll again
 		END;
@@ -2938,7 +2937,7 @@ COMMENT ON FUNCTION dlock.acquire_shared(text, interval, interval, uuid, text) I
 CREATE OR REPLACE FUNCTION dlock.acquire_permit(semaphore_name text, permits integer, ttl interval, wait interval,
 									 owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms'
 AS $$
 DECLARE
 	owner uuid := coalesce(owner_token, pg_catalog.gen_random_uuid());
@@ -2954,7 +2953,7 @@ BEGIN
 	started := pg_catalog.clock_timestamp();
 	LOOP
 		BEGIN
-			result := dlock._try_holder('p', semaphore_name, permits, ttl, owner, holder);
+			result := dlock._try_holder('p', semaphore_name, permits, ttl, owner, holder, NULL, true);
 		EXCEPTION WHEN lock_not_available THEN
 			result := NULL;	-- it met a lock: refused, poll again
 		END;
@@ -2974,7 +2973,7 @@ COMMENT ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid
 CREATE OR REPLACE FUNCTION dlock.acquire_all(lock_names text[], ttl interval, wait interval,
 								  owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
 RETURNS SETOF dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 4
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms' SET pg_dlock_sql.polling = 'on'
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1ms'
 AS $$
 DECLARE
 	names text[] := dlock._check_names(lock_names);
@@ -2992,7 +2991,7 @@ BEGIN
 	started := pg_catalog.clock_timestamp();
 	LOOP
 		BEGIN
-			leases := ARRAY(SELECT a FROM dlock._try_all(names, ttl, owner, holder) a);
+			leases := ARRAY(SELECT a FROM dlock._try_all(names, ttl, owner, holder, true) a);
 		EXCEPTION WHEN lock_not_available THEN
 			leases := NULL;	-- it met a lock: refused, poll again
 		END;
@@ -3020,8 +3019,10 @@ $$;
  * clock reading taken after the row lock; a refusal on the first, unlocked
  * read takes no row lock and no transaction ID.
  */
-CREATE OR REPLACE FUNCTION dlock._try_exclusive(p_lock_name text, p_ttl interval, p_owner uuid, p_holder text,
-									 p_max_hold interval, p_min_hold interval, p_lock_delay interval)
+DROP FUNCTION dlock._try_exclusive(text, interval, uuid, text, interval, interval, interval);
+CREATE FUNCTION dlock._try_exclusive(p_lock_name text, p_ttl interval, p_owner uuid, p_holder text,
+									 p_max_hold interval, p_min_hold interval, p_lock_delay interval,
+									 p_polling boolean DEFAULT false)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -3066,7 +3067,7 @@ BEGIN
 			-- shared leases and permits: live ones refuse, ended ones are
 			-- ended once their pins are gone, both judged at one clock reading
 			now := pg_catalog.clock_timestamp();
-			PERFORM dlock._end_expired_leases(p_lock_name, now, false);
+			PERFORM dlock._end_expired_leases(p_lock_name, now, false, p_polling);
 			IF EXISTS (SELECT 1 FROM dlock.lock_holder h
 						WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
 				RAISE SQLSTATE 'PD098';
@@ -3151,6 +3152,7 @@ BEGIN
 	END LOOP;
 END
 $$;
+REVOKE ALL ON FUNCTION dlock._try_exclusive(text, interval, uuid, text, interval, interval, interval, boolean) FROM PUBLIC;
 
 /*
  * One attempt at a holder lease of kind 's' (shared) or 'p' (a permit of a
@@ -3161,8 +3163,10 @@ $$;
  * instead of now + p_ttl (dlock.downgrade: the end of the exclusive lease
  * it replaces).
  */
-CREATE OR REPLACE FUNCTION dlock._try_holder(p_kind "char", p_lock_name text, p_permits integer, p_ttl interval,
-								  p_owner uuid, p_holder text, p_until timestamptz DEFAULT NULL)
+DROP FUNCTION dlock._try_holder("char", text, integer, interval, uuid, text, timestamptz);
+CREATE FUNCTION dlock._try_holder(p_kind "char", p_lock_name text, p_permits integer, p_ttl interval,
+								  p_owner uuid, p_holder text, p_until timestamptz DEFAULT NULL,
+								  p_polling boolean DEFAULT false)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -3251,7 +3255,7 @@ BEGIN
 					RAISE SQLSTATE 'PD098';
 				END IF;
 				IF r.owner_token IS NOT NULL THEN
-					PERFORM dlock._end_expired_leases(p_lock_name, now, true);
+					PERFORM dlock._end_expired_leases(p_lock_name, now, true, p_polling);
 				END IF;
 			END IF;
 			SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind),
@@ -3320,6 +3324,41 @@ BEGIN
 	RETURN NULL;
 END
 $$;
+REVOKE ALL ON FUNCTION dlock._try_holder("char", text, integer, interval, uuid, text, timestamptz, boolean) FROM PUBLIC;
+
+-- all or none of a set, each through _try_exclusive
+DROP FUNCTION dlock._try_all(text[], interval, uuid, text);
+CREATE FUNCTION dlock._try_all(p_names text[], p_ttl interval, p_owner uuid, p_holder text,
+								p_polling boolean DEFAULT false)
+RETURNS SETOF dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	n text;
+	got dlock.lease;
+	leases dlock.lease[] := '{}';
+BEGIN
+	-- a first read-only pass refuses a set with a name held by another owner
+	IF EXISTS (SELECT 1 FROM dlock.distributed_lock l
+				WHERE l.lock_name = ANY (p_names) AND l.owner_token IS DISTINCT FROM p_owner
+				  AND l.owner_token IS NOT NULL AND l.lease_until > pg_catalog.clock_timestamp()) THEN
+		RETURN;
+	END IF;
+	BEGIN
+		FOREACH n IN ARRAY p_names LOOP
+			got := dlock._try_exclusive(n, p_ttl, p_owner, p_holder, NULL, NULL, NULL, p_polling);
+			IF got.owner_token IS NULL THEN
+				RAISE EXCEPTION USING ERRCODE = 'PD099', MESSAGE = 'multi-lock attempt refused';
+			END IF;
+			leases := leases || got;
+		END LOOP;
+	EXCEPTION WHEN SQLSTATE 'PD099' THEN
+		RETURN;
+	END;
+	RETURN QUERY SELECT * FROM pg_catalog.unnest(leases);
+END
+$$;
+REVOKE ALL ON FUNCTION dlock._try_all(text[], interval, uuid, text, boolean) FROM PUBLIC;
 
 $_pgtle_$
 );
