@@ -267,6 +267,34 @@ dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
 }
 
 /*
+ * What a lock or a write of a decided version found: TM_Ok, it is this
+ * transaction's now; another transaction holds it (TM_WouldBlock, a lock
+ * without waiting only); or it changed since it was read.
+ */
+static DlockRowLock
+row_lock_outcome(TM_Result result)
+{
+	switch (result)
+	{
+		case TM_Ok:
+			return ROW_LOCKED;
+		case TM_WouldBlock:
+			return ROW_BLOCKED;
+		case TM_Updated:
+		case TM_Deleted:
+			return ROW_CHANGED;
+		case TM_SelfModified:
+			/* changed earlier in this command: see it, then decide again */
+			CommandCounterIncrement();
+			return ROW_CHANGED;
+		default:
+			elog(ERROR, "pg_dlock: unexpected result %d locking or writing a lock row",
+				 (int) result);
+	}
+	return ROW_CHANGED;			/* keep compiler quiet */
+}
+
+/*
  * Lock the version of the row that dlock_row_read returned, in "mode"
  * (LockTupleNoKeyExclusive to write it, LockTupleShare to pin it), without
  * waiting.
@@ -283,24 +311,7 @@ dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode)
 	result = heap_lock_tuple(rows->rel, &tuple, GetCurrentCommandId(true), mode,
 							 LockWaitSkip, false, &buffer, &tmfd);
 	ReleaseBuffer(buffer);
-	switch (result)
-	{
-		case TM_Ok:
-			return ROW_LOCKED;
-		case TM_WouldBlock:
-			return ROW_BLOCKED;
-		case TM_Updated:
-		case TM_Deleted:
-			return ROW_CHANGED;
-		case TM_SelfModified:
-			/* changed earlier in this command: see it, then decide again */
-			CommandCounterIncrement();
-			return ROW_CHANGED;
-		default:
-			elog(ERROR, "pg_dlock: unexpected result %d locking a lock row",
-				 (int) result);
-	}
-	return ROW_CHANGED;			/* keep compiler quiet */
+	return row_lock_outcome(result);
 }
 
 /*
@@ -555,25 +566,7 @@ dlock_row_write_decided(DlockRows *rows, DlockRow *row)
 	DlockRowLock locked;
 
 	if (version_unlocked(rows, row))
-	{
-		TM_Result	result = update_version(rows, row);
-
-		switch (result)
-		{
-			case TM_Ok:
-				return ROW_LOCKED;
-			case TM_Updated:
-			case TM_Deleted:
-				return ROW_CHANGED;
-			case TM_SelfModified:
-				/* changed earlier in this command: see it, then decide again */
-				CommandCounterIncrement();
-				return ROW_CHANGED;
-			default:
-				elog(ERROR, "pg_dlock: unexpected result %d updating a lock row",
-					 (int) result);
-		}
-	}
+		return row_lock_outcome(update_version(rows, row));
 	locked = dlock_row_lock(rows, row, LockTupleNoKeyExclusive);
 	if (locked != ROW_LOCKED)
 		return locked;
