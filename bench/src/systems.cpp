@@ -348,11 +348,14 @@ private:
 // commits as a pg_dlock acquire + release, so its release latency is what the
 // server and machine cost for an async write that follows a WAL flush; and
 // update_async_pair, both UPDATEs asynchronous: the commits of a fenced
-// acquire + release.
+// acquire + release; and update_async_returning_pair, the same two UPDATEs
+// with the first returning the counter it wrote, which the driver reads: the
+// writes and commits of a fenced acquire + release and the one reply neither
+// can do without, the token a grant sends back.
 // ---------------------------------------------------------------------------
 class floor_session final : public lock_session {
 public:
-    enum class kind { select1, update, update_async, update_pair, update_async_pair };
+    enum class kind { select1, update, update_async, update_pair, update_async_pair, update_async_returning_pair };
 
     floor_session(const system_options& opts, kind k) : m_conn(opts.conninfo), m_slot(std::to_string(opts.slot)), m_kind(k) {
         if (k == kind::select1) {
@@ -364,6 +367,10 @@ public:
             m_conn.prepare("op", "WITH durable AS (SELECT pg_catalog.set_config('synchronous_commit', 'on', true)) "
                                  "UPDATE bench.floor SET n = n + 1 FROM durable WHERE id = $1::int");
             m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
+        } else if (k == kind::update_async_returning_pair) {
+            m_conn.exec("SET synchronous_commit = off");
+            m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int RETURNING n");
+            m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         } else {
             if (k == kind::update_async || k == kind::update_async_pair) m_conn.exec("SET synchronous_commit = off");
             m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
@@ -373,6 +380,11 @@ public:
     }
 
     lease try_acquire(const std::string& name) override {
+        if (m_kind == kind::update_async_returning_pair) {
+            pg_result r = m_conn.run("op", {m_slot.c_str()});
+            if (r.rows() != 1) throw std::runtime_error("the floor's UPDATE … RETURNING returned no row");
+            return lease{name, "", r.int64(0, 0), true};
+        }
         op();
         return lease{name, "", 0, true};
     }
@@ -394,7 +406,10 @@ public:
     }
 
 private:
-    [[nodiscard]] bool is_pair() const { return m_kind == kind::update_pair || m_kind == kind::update_async_pair; }
+    [[nodiscard]] bool is_pair() const {
+        return m_kind == kind::update_pair || m_kind == kind::update_async_pair ||
+               m_kind == kind::update_async_returning_pair;
+    }
     void op() {
         if (m_has_param)
             m_conn.run("op", {m_slot.c_str()});
@@ -456,6 +471,7 @@ const std::vector<std::string>& known_systems() {
         "floor-update-async",
         "floor-update-pair",
         "floor-update-async-pair",
+        "floor-update-async-returning-pair",
         "floor-handoff-durable",
         "floor-handoff-async",
     };
@@ -512,6 +528,8 @@ std::unique_ptr<lock_session> make_session(const std::string& system, const syst
     if (system == "floor-update-pair") return std::make_unique<floor_session>(opts, floor_session::kind::update_pair);
     if (system == "floor-update-async-pair")
         return std::make_unique<floor_session>(opts, floor_session::kind::update_async_pair);
+    if (system == "floor-update-async-returning-pair")
+        return std::make_unique<floor_session>(opts, floor_session::kind::update_async_returning_pair);
     throw std::invalid_argument("unknown system \"" + system + "\"");
 }
 

@@ -68,7 +68,8 @@ else
 fi
 
 systems=(dlock-sql dlock-fenced dlock-sql-edition sql-lease advisory advisory-xact redis floor-select1 floor-update
-	floor-update-async floor-update-pair floor-update-async-pair floor-handoff-durable floor-handoff-async)
+	floor-update-async floor-update-pair floor-update-async-pair floor-update-async-returning-pair floor-handoff-durable
+	floor-handoff-async)
 # The C++ client library is part of the repository: the driver must have it.
 [ -f "$root/client/include/dlock/client.hpp" ] && systems=(dlock-sql dlock-cpp "${systems[@]:1}")
 
