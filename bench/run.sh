@@ -11,7 +11,9 @@
 #                contended, scale (latency against lock rows), churn (size and
 #                HOT share after churn), keep-alive, business-write,
 #                function-cost, events, lock-kinds, session-handoff (handoff
-#                after the holder's client is SIGKILLed: bench/session_handoff.py)
+#                after the holder's client is SIGKILLed: bench/session_handoff.py),
+#                instructions (server instructions per pair, counted by valgrind
+#                in a single-user backend: bench/instructions.sh)
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #   --no-profile skip the profiles. By default, when perf (linux-perf) is
@@ -47,7 +49,7 @@ redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="uncontended contended scale churn keep-alive business-write function-cost events lock-kinds session-handoff"
+cases="uncontended contended scale churn keep-alive business-write function-cost events lock-kinds session-handoff instructions"
 duration=
 rounds=
 quick=0
@@ -65,8 +67,8 @@ while [ $# -gt 0 ]; do
 	--idle-as-is) hold_idle=0 ;;
 	--no-profile) profile=0 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
-	*) echo "run.sh: unknown option $1" >&2; sed -n '2,27p' "$0" >&2; exit 2 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; sed -n '2,29p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -89,7 +91,9 @@ if [ $quick -eq 1 ]; then
 	leases=2000
 	handoffs=10
 	ttl_handoffs=5
+	instruction_pairs=500
 fi
+instruction_pairs=${instruction_pairs:-3000}
 handoffs=${handoffs:-30}
 ttl_handoffs=${ttl_handoffs:-10}
 duration=${duration:-2}
@@ -211,6 +215,11 @@ for c in $cases; do
 			{ failures=$((failures + 1)); log "session-handoff reported errors"; }
 		continue
 	fi
+	if [ "$c" = instructions ]; then
+		"$root/bench/instructions.sh" --pairs "$instruction_pairs" --out "$results/instructions.md.tmp" ||
+			{ failures=$((failures + 1)); log "instructions reported errors"; }
+		continue
+	fi
 	args=()
 	case "$c" in
 	scale) args=(--rows "$rows") ;;
@@ -304,6 +313,10 @@ mv "$tsv" "$results/latest.tsv"
 if [ -f "$results/session-handoff.md.tmp" ]; then
 	{ echo; cat "$results/session-handoff.md.tmp"; } >>"$results/latest.md"
 	mv "$results/session-handoff.md.tmp" "$results/session-handoff.md"
+fi
+if [ -f "$results/instructions.md.tmp" ]; then
+	{ echo; cat "$results/instructions.md.tmp"; } >>"$results/latest.md"
+	mv "$results/instructions.md.tmp" "$results/instructions.md"
 fi
 # The key figures, the targets of docs/performance.md with their verdicts, the
 # floors (summary.md) and the plots.

@@ -12,7 +12,8 @@ faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)
-bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev)
+# valgrind counts the server's instructions per pair (bench/instructions.sh)
+bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev valgrind)
 # docs/postgres_exporter.yaml is read by a real exporter (tests/suites/28-exporter.sh)
 monitoring=(prometheus-postgres-exporter curl)
 # The Debian packages (debian/, tests/suites/95-debian-package.sh): pg_buildext

@@ -115,3 +115,22 @@ else
 	cat "$work/handoff.log" "$work/handoff.md" 2>/dev/null
 	not_ok "session-handoff (handoff after SIGKILL) runs for session-bound, ttl lease and advisory"
 fi
+
+# The instructions case (bench/instructions.sh): valgrind counts a few pairs of
+# each system; every one must be reported with a count. Measures nothing.
+if "$root/bench/instructions.sh" --pairs 20 --out "$work/instructions.md" >"$work/instructions.log" 2>&1 &&
+	[ "$(grep -cE '^\| (dlock-fenced|floor-update-async-pair|dlock-sql|floor-update-pair) \| [1-9][0-9]* \| [0-9.]+× \|$' \
+		"$work/instructions.md")" -eq 4 ]; then
+	ok "instructions (valgrind in a single-user backend) counts dlock-fenced, dlock-sql and their floors"
+else
+	cat "$work/instructions.log" "$work/instructions.md" 2>/dev/null
+	not_ok "instructions (valgrind in a single-user backend) counts dlock-fenced, dlock-sql and their floors"
+fi
+# Negative control: a count of pairs it cannot divide by is refused, with no figures written.
+if ! "$root/bench/instructions.sh" --pairs 0 --out "$work/none.md" >"$work/none.log" 2>&1 &&
+	grep -q -- '--pairs must be a positive integer' "$work/none.log" && [ ! -s "$work/none.md" ]; then
+	ok "instructions refuses --pairs 0"
+else
+	cat "$work/none.log"
+	not_ok "instructions refuses --pairs 0"
+fi
