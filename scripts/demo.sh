@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# make demo: a throwaway cluster on 127.0.0.1:54339 and a short scenario.
-# Set DEMO_KEEP=1 to leave the cluster running afterwards.
+# make demo: a throwaway cluster on a free port of 127.0.0.1 and a short
+# scenario. Set DEMO_KEEP=1 to leave the cluster running afterwards (the last
+# lines say where it is and how to remove it).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=/tmp/pg_dlock-demo
-export PGHOST=127.0.0.1 PGPORT=54339 PGUSER=postgres PGDATABASE=demo
+. "$root/tests/lib/ports.sh"
+# A directory and a port of its own, so that a demo never meets another
+# cluster (a second demo, a test run, a server of the machine's own).
+dir=$(mktemp -d /tmp/pg_dlock-demo.XXXXXX)
+export PGHOST=127.0.0.1 PGPORT=$(free_ports 1) PGUSER=postgres PGDATABASE=demo
 lock=job:daily-settlement:2026-09-16
 
 "$root/scripts/pg-cluster.sh" destroy "$dir"
@@ -50,3 +54,7 @@ psql -X -q -e -v ON_ERROR_STOP=0 -f "$root/regress/sql/examples.sql" 2>&1
 say "Counters"
 psql -X -c "SELECT acquisitions, busy, takeovers, renewals, renewals_refused, releases, releases_refused, fence_rejections, holds_rejections FROM dlock.stats"
 say "Done"
+if [ -n "${DEMO_KEEP:-}" ]; then
+	echo "The cluster keeps running: PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATABASE=$PGDATABASE psql"
+	echo "Remove it with: scripts/pg-cluster.sh destroy $dir"
+fi

@@ -5,7 +5,8 @@
 # variables pointing at a fresh cluster whose database "dlock_test" has the
 # extension, and must end its output with a line "N passed, N failed". A suite
 # that exits non-zero without such a line counts as one failure.
-# Usage: tests/run-all.sh [suite-name-substring ...]
+# Usage: tests/run-all.sh [NAME ...]   the suite named NAME (16-sql-edition),
+# or else every suite whose name contains NAME (sql-edition, regress).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +42,13 @@ for suite in "$root"/tests/suites/*.sh; do
 	name=$(basename "$suite" .sh)
 	if [ $# -gt 0 ]; then
 		selected=0
-		for pattern in "$@"; do [[ $name == *"$pattern"* ]] && selected=1; done
+		for pattern in "$@"; do
+			if [ -f "$root/tests/suites/$pattern.sh" ]; then
+				[[ $name == "$pattern" ]] && selected=1
+			elif [[ $name == *"$pattern"* ]]; then
+				selected=1
+			fi
+		done
 		[ $selected -eq 1 ] || continue
 	fi
 	echo "=== suite $name"
