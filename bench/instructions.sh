@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Server instructions per acquire + release pair, pg_dlock against the same
 # commits without it, counted by valgrind (callgrind) in a single-user backend
-# (postgres --single). Instruction counts do not move with the machine's load,
-# as throughput at 8 clients on 2 cores does, so they show whether pg_dlock's
-# own work in the server is that of the UPDATEs it is compared with. The
+# (postgres --single). Instruction counts move by a few from run to run, not
+# with the machine's load as throughput at 8 clients on 2 cores does, so they
+# show whether pg_dlock's own work in the server is that of the UPDATEs it is
+# compared with. The
 # single-user backend leaves out the wire protocol: the reply a grant sends
 # back is measured by floor-update-async-returning-pair in the uncontended case.
 #
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--pairs) pairs=$2; shift ;;
 	--out) out=$2; shift ;;
-	-h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
 	*) echo "instructions.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -33,25 +34,20 @@ esac
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not installed" >&2; exit 2; }
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/lib/ports.sh"
 work=$(mktemp -d /tmp/bench-instructions.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '"$root/scripts/pg-cluster.sh" destroy "$work"' EXIT
+# The project's cluster (pg-cluster.sh), stopped: a single-user backend needs
+# the data directory to itself.
+"$root/scripts/pg-cluster.sh" start "$work" "$(free_ports 1)" -c synchronous_commit=off >/dev/null
+"$root/scripts/pg-cluster.sh" stop "$work" >/dev/null
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then
 		runuser -u postgres -- "$@"
 	else
 		"$@"
 	fi
-}
-[ "$(id -u)" -eq 0 ] && chown postgres "$work"
-as_postgres "$PG_BINDIR/initdb" -D "$work/data" -A trust >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log" >&2; exit 1; }
-cat >>"$work/data/postgresql.conf" <<CONF
-shared_preload_libraries = 'pg_dlock'
-synchronous_commit = off
-CONF
-
-single() {
-	as_postgres "$PG_BINDIR/postgres" --single -D "$work/data" postgres <"$1"
 }
 # The backend's output goes to a log; an ERROR in it fails the run.
 single_checked() {
@@ -67,7 +63,7 @@ CREATE EXTENSION pg_dlock;
 CREATE TABLE floor (id int PRIMARY KEY, n bigint NOT NULL);
 INSERT INTO floor SELECT g, 0 FROM generate_series(1, 1024) g;
 SQL
-single_checked single "$work/setup.sql"
+single_checked as_postgres "$PG_BINDIR/postgres" --single -D "$work/data" postgres <"$work/setup.sql"
 
 owner=00000000-0000-4000-8000-000000000001
 # script SYSTEM N: the statements of N pairs of SYSTEM

@@ -12,7 +12,6 @@ dir=$(mktemp -d /tmp/pg_dlock-demo.XXXXXX)
 export PGHOST=127.0.0.1 PGPORT=$(free_ports 1) PGUSER=postgres PGDATABASE=demo
 lock=job:daily-settlement:2026-09-16
 
-"$root/scripts/pg-cluster.sh" destroy "$dir"
 "$root/scripts/pg-cluster.sh" start "$dir" "$PGPORT"
 [ -n "${DEMO_KEEP:-}" ] || trap '"$root/scripts/pg-cluster.sh" destroy "$dir"' EXIT
 psql -X -q -d postgres -c 'CREATE DATABASE demo'

@@ -367,15 +367,11 @@ public:
             m_conn.prepare("op", "WITH durable AS (SELECT pg_catalog.set_config('synchronous_commit', 'on', true)) "
                                  "UPDATE bench.floor SET n = n + 1 FROM durable WHERE id = $1::int");
             m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
-        } else if (k == kind::update_async_returning_pair) {
-            m_conn.exec("SET synchronous_commit = off");
-            m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int RETURNING n");
-            m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         } else {
-            if (k == kind::update_async || k == kind::update_async_pair) m_conn.exec("SET synchronous_commit = off");
-            m_conn.prepare("op", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
-            if (k == kind::update_async_pair)
-                m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
+            if (k != kind::update) m_conn.exec("SET synchronous_commit = off");
+            m_conn.prepare("op", std::string("UPDATE bench.floor SET n = n + 1 WHERE id = $1::int") +
+                                     (k == kind::update_async_returning_pair ? " RETURNING n" : ""));
+            if (is_pair()) m_conn.prepare("async", "UPDATE bench.floor SET n = n + 1 WHERE id = $1::int");
         }
     }
 
