@@ -218,7 +218,7 @@ check "it is the token dlock.next_fencing_token gives for that floor" test "$rul
 after_reap_1_4=$(in_db $from_db -c "SELECT dlock.release('upgrade:new-after-1.4', '$owner')" -c "SELECT dlock.reap('0 seconds')" \
 	-c "SELECT count(*) || ' ' || min(grant_timeline) || ' ' || bool_and(grant_system = (SELECT system_identifier FROM pg_control_system())) FROM dlock.token_floor" | tail -n 1)
 check "a reap after the update leaves one floor row with its position and cluster ($after_reap_1_4)" \
-	test "$after_reap_1_4" = "1 1 t"
+	test "$after_reap_1_4" = "1 1 true"
 again_1_4=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:new-after-1.4', '1 hour', '$owner')")
 check "the reaped name comes back one above its last token" test "$again_1_4" -eq $((new_1_4 + 1))
 restore_1_4=$(in_db $from_db -c "SELECT dlock.after_restore()" \
