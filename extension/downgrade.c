@@ -18,6 +18,9 @@
  * fenced resource that sees the new token refuses any write still in
  * flight under the exclusive one.
  *
+ * Durability: a downgrade commits durably, also under dlock.durability =
+ * fenced (dlock_grant_prepare_durable).
+ *
  * Upgrading (shared to exclusive) is not offered: two readers asking for it
  * at once would each wait for the other to leave.
  *
@@ -67,7 +70,7 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_dlock: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	dlock_grant_prepare(&commit);
+	dlock_grant_prepare_durable(&commit);
 	dlock_holder_downgrade_begin(lock_name);
 	if (!dlock_lease_end_for_downgrade(lock_name, owner, &row))
 	{

@@ -426,6 +426,20 @@ dlock_grant_prepare(DlockGrantCommit *commit)
 }
 
 /*
+ * The same, for a grant that replaces a lease its owner holds (a
+ * downgrade): it commits durably in every mode. Lost in a crash, it would
+ * leave the owner believing in a lease the server does not have, while the
+ * lease it replaced lives on and renews, and nothing would tell the owner.
+ */
+void
+dlock_grant_prepare_durable(DlockGrantCommit *commit)
+{
+	commit->fenced = false;
+	commit->writes_only = dlock_lease_writes_only();
+	commit->history = grant_history(&commit->fenced);
+}
+
+/*
  * After the grant wrote its row.
  */
 void

@@ -57,7 +57,8 @@ SELECT pg_temp.mark();
 SELECT dlock.renew('fm-lease', '00000000-0000-0000-0000-0000000000f1', '1 minute') IS NOT NULL AS renewed;
 SELECT * FROM pg_temp.commits_since();
 
--- shared leases, permits, a multi-lock and a downgrade too
+-- shared leases, permits and a multi-lock too; a downgrade commits durably,
+-- since a lost one would leave its owner with a lease the server lacks
 SELECT pg_temp.mark();
 SELECT fencing_token IS NOT NULL AS shared
   FROM dlock.try_acquire_shared('fm-shared', '1 minute', '00000000-0000-0000-0000-0000000000f3');

@@ -341,7 +341,7 @@ def restart(directory):
     subprocess.run([CLUSTER, "restart", directory], check=True)
 
 
-def after_crash(port, rec, life, label):
+def after_crash(port, rec, life, label, crashed=True):
     """What the restarted (or promoted) server knows of the last grants before
     the crash: for those expected live, holds() false = lost, and a lost one's
     renew must be refused. Whatever of them survived is released, for the next
@@ -356,7 +356,11 @@ def after_crash(port, rec, life, label):
         if not g["live"] or held != "f":
             continue
         lost[g["kind"]] = lost.get(g["kind"], 0) + 1
-        # the owner of a downgrade held the exclusive lease before: that one may have survived
+        # a downgrade commits durably in every mode: a crash of the same server never loses it
+        # (an asynchronous standby may still not have it; the exclusive lease it replaced then
+        # lives on there, and its owner learns at holds())
+        if g["kind"] == "downgrade" and crashed:
+            rec.errors.append(f"{label}: the downgrade of {g['name']} (token {g['token']}) was lost by a crash")
         if g["kind"] != "downgrade":
             renewed = psql(port, f"SELECT dlock.renew('{g['name']}', '{g['owner']}', '1 minute') IS NOT NULL")
             if renewed != "f":
@@ -477,7 +481,7 @@ def run_promote(args):
     if r.returncode != 0:
         check("the standby is promoted", False, r.stderr.strip())
         return
-    lost = after_crash(args.standby_port, rec, 0, "promotion")
+    lost = after_crash(args.standby_port, rec, 0, "promotion", crashed=False)
     note(f"promotion: the old primary's last grants unknown to the promoted standby: {lost}")
     workload(args.standby_port, rec, 1, args.seconds, args.clients, args.seed + 1)
     epochs.append(epoch(args.standby_port))
