@@ -433,7 +433,7 @@ func (c *Client) acquireOnce(ctx context.Context, name string, wait time.Duratio
 	}
 	return nil, &Error{Kind: ErrUnknownOutcome, Subject: name, OwnerToken: owner,
 		Message: fmt.Sprintf("outcome of the acquire is unknown after %d attempts", c.opts.Retry.MaxAttempts),
-		Err: last}
+		Err:     last}
 }
 
 // deadline counts from the send: sent + waited + ttl - (waited+ttl)*drift -
