@@ -10,22 +10,22 @@ import (
 // Lease is a lock held with a fencing token. Its observers may be called from
 // any goroutine; Renew and Release from one at a time.
 type Lease struct {
-	c            *Client
-	name, owner  string
-	token        int64
-	ttl, every   time.Duration
-	onLost       func(*Lease, error)
-	lostCtx      context.Context
-	markLost     context.CancelCauseFunc
-	mu           sync.Mutex
-	deadline     time.Time
-	leaseUntil   time.Time
-	released     bool
-	timer        *time.Timer
-	stopKeep     chan struct{}
-	keepDone     chan struct{}
-	renewing     sync.Mutex // one renewal at a time (keep-alive or Renew)
-	reportedLoss sync.Once
+	c           *Client
+	name, owner string
+	token       int64
+	ttl, every  time.Duration
+	onLost      func(*Lease, error)
+	lostCtx     context.Context
+	markLost    context.CancelCauseFunc
+	mu          sync.Mutex
+	deadline    time.Time
+	leaseUntil  time.Time
+	released    bool
+	timer       *time.Timer
+	stopKeep    chan struct{}
+	keepDone    chan struct{}
+	renewing    sync.Mutex // one renewal at a time (keep-alive or Renew)
+	losing      bool
 }
 
 func (c *Client) newLease(row [][]byte, opts LeaseOptions, sent, received time.Time) (*Lease, error) {
@@ -91,7 +91,7 @@ func (l *Lease) TimeLeft() time.Duration {
 func (l *Lease) Valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.released && l.lostCtx.Err() == nil && time.Now().Before(l.deadline)
+	return !l.released && !l.losing && time.Now().Before(l.deadline)
 }
 
 // Lost: the lease was lost (a renewal refused, or its deadline passed).
@@ -110,18 +110,18 @@ func (l *Lease) LostC() <-chan struct{} { return l.lostCtx.Done() }
 
 func (l *Lease) lose(reason string) {
 	l.mu.Lock()
-	if l.released || l.lostCtx.Err() != nil {
+	if l.released || l.losing {
 		l.mu.Unlock()
 		return
 	}
-	l.markLost(&Error{Kind: ErrLost, Subject: l.name, Message: reason})
+	l.losing = true
 	l.mu.Unlock()
+	err := &Error{Kind: ErrLost, Subject: l.name, Message: reason}
 	l.c.m.lost.Add(1)
-	l.reportedLoss.Do(func() {
-		if l.onLost != nil {
-			l.onLost(l, l.Err())
-		}
-	})
+	if l.onLost != nil {
+		l.onLost(l, err)
+	}
+	l.markLost(err) // after OnLost: LostC is closed once it ran
 }
 
 func (l *Lease) checkDeadline() {

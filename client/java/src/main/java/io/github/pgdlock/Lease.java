@@ -135,7 +135,6 @@ public final class Lease implements AutoCloseable {
             return;
         }
         client.lost.incrementAndGet();
-        lostLatch.countDown();
         if (options.interruptOnLoss) {
             acquirer.interrupt();
         }
@@ -146,6 +145,7 @@ public final class Lease implements AutoCloseable {
                 // a callback's failure changes nothing
             }
         }
+        lostLatch.countDown(); // after onLost: awaitLost returns once it ran
     }
 
     private long renewEveryMs() {

@@ -272,6 +272,7 @@ class ClientTest {
     @Test
     void detectFindsThePoolerAndLeavesNoSessionState() throws Exception {
         String url = TestDb.bouncerUrl("_pool2");
+        resetPool(url);
         for (boolean control : new boolean[] {false, true}) {
             // A timeout of its own, told apart from what other tests left in the pool.
             ClientOptions o = ClientOptions.defaults().url(url).callTimeout(Duration.ofMillis(4321));
@@ -280,7 +281,15 @@ class ClientTest {
             }
             try (DlockClient c = new DlockClient(o)) {
                 for (int i = 0; i < 4; i++) {
-                    c.tryAcquire(TestDb.name("detect"), LeaseOptions.ttl(Duration.ofSeconds(5))).orElseThrow().release();
+                    try {
+                        c.tryAcquire(TestDb.name("detect"), LeaseOptions.ttl(Duration.ofSeconds(5))).orElseThrow()
+                                .release();
+                    } catch (DlockException e) {
+                        // the control's named statements may meet their own leftovers: that is its point
+                        if (!control) {
+                            throw e;
+                        }
+                    }
                 }
                 if (!control) {
                     assertEquals(Boolean.TRUE, c.behindPooler().orElseThrow());
@@ -296,6 +305,24 @@ class ClientTest {
                 }
             }
             assertEquals(control, leaked, "control " + control);
+        }
+        resetPool(url);
+    }
+
+    /** Resets statement_timeout on both server connections of the pool of two. */
+    private static void resetPool(String url) throws Exception {
+        try (Connection x = java.sql.DriverManager.getConnection(url + "&prepareThreshold=0");
+                Connection y = java.sql.DriverManager.getConnection(url + "&prepareThreshold=0")) {
+            x.setAutoCommit(false);
+            y.setAutoCommit(false);
+            for (Connection c : List.of(x, y)) {
+                try (Statement st = c.createStatement()) {
+                    st.execute("DEALLOCATE ALL");
+                    st.execute("RESET statement_timeout");
+                }
+            }
+            x.commit();
+            y.commit();
         }
     }
 
