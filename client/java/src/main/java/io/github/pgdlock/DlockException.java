@@ -16,6 +16,14 @@ public class DlockException extends RuntimeException {
         this.sqlState = sqlState;
     }
 
+    /**
+     * The library's exception for a driver error on the caller's own connection,
+     * through the one SQLSTATE mapping.
+     */
+    public static DlockException of(java.sql.SQLException e, String subject) {
+        return Errors.map(e, subject, null);
+    }
+
     /** The lock or resource the call was about. */
     public String subject() {
         return subject;
