@@ -25,7 +25,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const conformanceDir = "../conformance"
+// conformanceDir holds the scenarios; DLOCK_CONFORMANCE_DIR names another
+// (the suite's negative control runs a wrong scenario from a copy).
+var conformanceDir = func() string {
+	if d := os.Getenv("DLOCK_CONFORMANCE_DIR"); d != "" {
+		return d
+	}
+	return "../conformance"
+}()
 
 type scenario struct {
 	Format     int                       `json:"format"`
