@@ -8,7 +8,7 @@
 # and a negative control: the runner given a scenario with a wrong
 # expectation fails. Needs Java 17 and Maven (scripts/install-deps.sh
 # client); the dependencies, pinned in pom.xml, come from Maven Central into
-# ~/.m2 on the first run.
+# ~/.m2 on the first run (DLOCK_MAVEN_REPO names another local repository).
 set -uo pipefail
 cd "$DLOCK_ROOT"
 . tests/lib/check.sh
@@ -45,7 +45,7 @@ mvnrun() {
 	shift
 	n=$((n + 1))
 	log=$scratch/mvn-$n.log
-	(cd client/java && mvn -B "$@") >"$log" 2>&1
+	(cd client/java && mvn -B ${DLOCK_MAVEN_REPO:+-Dmaven.repo.local="$DLOCK_MAVEN_REPO"} "$@") >"$log" 2>&1
 	local status=$?
 	grep -E 'Tests run:|<<< (FAILURE|ERROR)|^conformance: |BUILD (SUCCESS|FAILURE)|ERROR\] (Failed|.*Exception)' "$log" | head -n 60
 	return $status
@@ -57,7 +57,9 @@ pool2_dsn="host=127.0.0.1 port=$bport user=$PGUSER dbname=${PGDATABASE}_pool2"
 
 check "mvn package: the artifact builds (-Werror) and all JUnit 5 tests pass on a direct connection" \
 	mvnrun package package
-check "the artifact carries the project's version" test -f client/java/target/pg-dlock-1.4.0.jar
+version=$(python3 -c 'import json; print(json.load(open("META.json"))["version"])')
+check "the artifact and DlockClient.VERSION carry the project's version ($version)" \
+	bash -c "test -f client/java/target/pg-dlock-$version.jar && grep -q 'VERSION = \"$version\";' client/java/src/main/java/io/github/pgdlock/DlockClient.java"
 pooled() {
 	(
 		export DLOCK_CONFORMANCE_DSN="$pooled_dsn" DLOCK_CONFORMANCE_ADMIN_DSN="$direct_dsn" \

@@ -58,6 +58,8 @@ pool2_dsn="host=127.0.0.1 port=$bport user=$PGUSER dbname=${PGDATABASE}_pool2"
 check "go vet" bash -c 'cd client/go && go vet ./...'
 check "gofmt leaves the sources as they are" bash -c 'cd client/go && test -z "$(gofmt -l .)"'
 check "the module builds (go build)" bash -c 'cd client/go && go build ./...'
+version=$(python3 -c 'import json; print(json.load(open("META.json"))["version"])')
+check "dlock.Version is the project's version ($version)" grep -q "^const Version = \"$version\"$" client/go/dlock.go
 check "client tests and conformance scenarios on a direct connection (go test -race)" \
 	gotest direct ./...
 pooled() {
