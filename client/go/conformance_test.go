@@ -35,14 +35,15 @@ var conformanceDir = func() string {
 }()
 
 type scenario struct {
-	Format     int                       `json:"format"`
-	Name       string                    `json:"name"`
-	Requires   []string                  `json:"requires"`
-	ServerWide bool                      `json:"server_wide"`
-	Clients    map[string]map[string]any `json:"clients"`
-	Sessions   map[string]map[string]any `json:"sessions"`
-	Steps      []map[string]any          `json:"steps"`
-	Cleanup    []map[string]any          `json:"cleanup"`
+	Format      int                       `json:"format"`
+	FailsAtStep int                       `json:"fails_at_step"`
+	Name        string                    `json:"name"`
+	Requires    []string                  `json:"requires"`
+	ServerWide  bool                      `json:"server_wide"`
+	Clients     map[string]map[string]any `json:"clients"`
+	Sessions    map[string]map[string]any `json:"sessions"`
+	Steps       []map[string]any          `json:"steps"`
+	Cleanup     []map[string]any          `json:"cleanup"`
 }
 
 func loadScenarios(t *testing.T, dir string) map[string]*scenario {
@@ -146,6 +147,10 @@ func TestConformanceNegativeControls(t *testing.T) {
 			err := runScenario(env, s)
 			if err == nil {
 				t.Fatal("the negative control passed: the runner does not check what it should")
+			}
+			var se *stepError
+			if !errors.As(err, &se) || se.step != s.FailsAtStep {
+				t.Fatalf("the negative control failed, but not at step %d: %v", s.FailsAtStep, err)
 			}
 			t.Logf("failed as it must: %v", err)
 		})
@@ -264,11 +269,21 @@ func runScenario(env confEnv, s *scenario) (err error) {
 	}
 	for i, step := range s.Steps {
 		if err := r.step(ctx, step); err != nil {
-			return fmt.Errorf("step %d (%v): %w", i+1, step["op"], err)
+			return &stepError{step: i + 1, op: fmt.Sprint(step["op"]), err: err}
 		}
 	}
 	return nil
 }
+
+// stepError is a scenario that failed at a step (counted from 1).
+type stepError struct {
+	step int
+	op   string
+	err  error
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("step %d (%s): %v", e.step, e.op, e.err) }
+func (e *stepError) Unwrap() error { return e.err }
 
 func plainConn(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)

@@ -10,7 +10,7 @@ passed=0
 failed=0
 
 # DLOCK_CLIENT_SUITES: which ones (45-pgbouncer.sh runs another set).
-for suite in ${DLOCK_CLIENT_SUITES:-client transaction keep_alive outcome election lock_kinds policies listener durability}; do
+for suite in ${DLOCK_CLIENT_SUITES:-client transaction keep_alive outcome election lock_kinds policies listener durability conformance}; do
 	exe=$bin/${suite}_test
 	if [ ! -x "$exe" ]; then
 		echo "missing $exe (run make client)"

@@ -29,7 +29,7 @@ export DLOCK_ADMIN_DSN="host=$PGHOST port=$server_port dbname=$PGDATABASE user=$
 export DLOCK_POOL2_DSN="host=$PGHOST port=$port dbname=${PGDATABASE}_pool2 user=$PGUSER"
 export PGPORT=$port
 export DLOCK_TEST_POOLER=pgbouncer-transaction
-export DLOCK_CLIENT_SUITES="client transaction keep_alive pooled lock_kinds listener durability"
+export DLOCK_CLIENT_SUITES="client transaction keep_alive pooled lock_kinds listener durability conformance"
 export GTEST_FILTER='-outcome_test.*:sync_rep_test.*'
 export DLOCK_SKIP_INSTALL=1
 # dlock watch and dlock elect listen for lock events (LISTEN), which is session

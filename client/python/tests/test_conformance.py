@@ -23,8 +23,11 @@ def test_scenario(path: Path, env: Environment, caps: set[str]) -> None:
 
 @pytest.mark.parametrize("path", NEGATIVE, ids=lambda p: p.stem)
 def test_negative_control_is_caught(path: Path, env: Environment, caps: set[str]) -> None:
-    result = run_scenario(load(path), env, caps)
+    scenario = load(path)
+    result = run_scenario(scenario, env, caps)
     if result.status == "skipped":
         pytest.skip(result.detail)
     assert result.status == "failed", "the runner passed a scenario with a wrong expectation"
+    # Caught for the planted reason, not for a fault of the runner's own.
+    assert result.detail.startswith(f"step {scenario['fails_at_step']} "), result.detail
     print(f"caught as expected: {result.detail}")

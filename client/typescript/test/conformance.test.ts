@@ -30,12 +30,15 @@ describe("conformance scenarios", () => {
 describe("negative controls are caught", () => {
   for (const path of scenarioFiles("negative")) {
     test(basename(path, ".json"), async (t) => {
-      const result = await runScenario(load(path), env, caps);
+      const scenario = load(path);
+      const result = await runScenario(scenario, env, caps);
       if (result.status === "skipped") {
         t.skip(result.detail);
         return;
       }
       assert.equal(result.status, "failed", "the runner passed a scenario with a wrong expectation");
+      // Caught for the planted reason, not for a fault of the runner's own.
+      assert.ok(result.detail.startsWith(`step ${(scenario as { fails_at_step?: number }).fails_at_step} `), result.detail);
       t.diagnostic(`caught as expected: ${result.detail}`);
     });
   }

@@ -97,6 +97,10 @@ class ConformanceTest {
                 Assumptions.assumeTrue(unmet == null, unmet);
                 AssertionError e = assertThrows(AssertionError.class, () -> new Runner(env, s).run(),
                         "the negative control passed: the runner does not check what it should");
+                int at = s.path("fails_at_step").asInt();
+                if (!(e instanceof Runner.StepFailure f) || f.step != at) {
+                    throw new AssertionError("the negative control failed, but not at step " + at + ": " + e.getMessage(), e);
+                }
                 System.out.println("conformance: " + p.getFileName() + " failed as it must: " + e.getMessage());
             }));
         }

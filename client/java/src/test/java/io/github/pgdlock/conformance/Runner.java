@@ -93,6 +93,17 @@ final class Runner {
         }
     }
 
+    /** A scenario that failed at a step (counted from 1). */
+    static final class StepFailure extends AssertionError {
+        private static final long serialVersionUID = 1L;
+        final int step;
+
+        StepFailure(int step, String op, AssertionError cause) {
+            super("step " + step + " (" + op + "): " + cause.getMessage(), cause);
+            this.step = step;
+        }
+    }
+
     Runner(ConformanceTest.Env env, JsonNode scenario) {
         this.env = env;
         this.scenario = scenario;
@@ -137,7 +148,7 @@ final class Runner {
                 try {
                     step(step);
                 } catch (AssertionError e) {
-                    throw new AssertionError("step " + i + " (" + step.path("op").asText() + "): " + e.getMessage(), e);
+                    throw new StepFailure(i, step.path("op").asText(), e);
                 }
             }
         } finally {
