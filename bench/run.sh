@@ -230,6 +230,33 @@ for c in $cases; do
 		{ failures=$((failures + 1)); log "case $c reported errors (see the notes in the results)"; }
 done
 
+# --- the Python and TypeScript clients in case 1 ------------------------------
+# Each beside its driver's own two statements (bench/clients/): pairs/s at 1
+# and 8 clients and acquire p50. Their environments are the ones the test
+# suites make (tests/suites/42-python.sh, 43-typescript.sh); made here when
+# missing. A failure is noted and leaves the rest of the run alone.
+clients_bench() {
+	local cache=${DLOCK_CLIENTS_CACHE:-$root/build/clients} venv
+	venv=$cache/python-venv
+	if ! "$venv/bin/python" -c 'import pg_dlock' 2>/dev/null; then
+		mkdir -p "$cache"
+		python3 -m venv "$venv" &&
+			"$venv/bin/pip" install -q --disable-pip-version-check -r "$root/client/python/requirements-dev.lock" &&
+			"$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$root/client/python" || return 1
+	fi
+	"$venv/bin/python" "$root/bench/clients/python_bench.py" --pg "dbname=bench" --duration "$duration" >>"$tsv" ||
+		return 1
+	if [ ! -f "$root/client/typescript/dist/index.js" ]; then
+		(cd "$root/client/typescript" && npm ci --prefer-offline --loglevel=error && npx tsc -p tsconfig.json) ||
+			return 1
+	fi
+	node "$root/bench/clients/typescript_bench.mjs" --pg "dbname=bench" --duration "$((${duration%.*} > 0 ? ${duration%.*} : 1))" >>"$tsv"
+}
+if [[ " $cases " == *" uncontended "* ]]; then
+	log "case uncontended: the Python and TypeScript clients"
+	clients_bench || { failures=$((failures + 1)); log "the Python or TypeScript client benchmark reported errors"; }
+fi
+
 # --- profiles ----------------------------------------------------------------
 # perf follows the backends the postmaster forks after it attached (counters
 # are inherited), so it sees exactly the server processes of this run.

@@ -317,8 +317,14 @@ export class Locks {
   // -- connections ----------------------------------------------------------
 
   async #withSession<T>(fn: (s: Session) => Promise<T>): Promise<T> {
+    // A connection that broke while idle (the server or a pooler closed it) is dropped here.
+    let idle = this.#idle.pop();
+    while (idle !== undefined && idle.broken) {
+      idle.close();
+      idle = this.#idle.pop();
+    }
     const s =
-      this.#idle.pop() ??
+      idle ??
       (await Session.open({
         connection: this.#options.connection,
         pooling: this.#options.pooling,

@@ -109,6 +109,10 @@ class _Core:
         """A caller connection from the pool; dropped when it broke or the call's outcome was unknown."""
         with self._lock:
             s = self._idle.pop() if self._idle else None
+            # A connection that broke while idle (the server or a pooler closed it) is dropped here.
+            while s is not None and s.broken:
+                s.close()
+                s = self._idle.pop() if self._idle else None
         if s is None:
             s = self.new_session()
         ok = False
