@@ -2,7 +2,9 @@ package dlock
 
 // Case 1 of make bench (uncontended pairs) for the Go client beside its
 // driver's own two statements: DLOCK_BENCH=SECONDS go test -run TestBenchUncontended -v.
-// It measures; it fails only when it cannot run.
+// With DLOCK_BENCH_TSV=FILE it appends bench/run.sh's rows (case, system,
+// clients, metric, value) to FILE. A short warm-up run of each system comes
+// first. It measures; it fails only when it cannot run.
 
 import (
 	"context"
@@ -41,7 +43,7 @@ func TestBenchUncontended(t *testing.T) {
 			}
 			return acq, nil
 		}},
-		{"pgx-two-statements", func(_ *Client, conn *pgconn.PgConn, name string) (time.Duration, error) {
+		{"go-pgx-sql", func(_ *Client, conn *pgconn.PgConn, name string) (time.Duration, error) {
 			start := time.Now()
 			res := conn.ExecPrepared(ctx, "acq", [][]byte{[]byte(name)}, nil, nil).Read()
 			if res.Err != nil {
@@ -52,8 +54,33 @@ func TestBenchUncontended(t *testing.T) {
 			return acq, rel.Err
 		}},
 	}
+	var tsv *os.File
+	if path := os.Getenv("DLOCK_BENCH_TSV"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		tsv = f
+	}
+	type run struct {
+		sys     system
+		workers int
+		d       time.Duration
+		record  bool
+	}
+	var runs []run
 	for _, sys := range systems {
-		for _, workers := range []int{1, 8} {
+		runs = append(runs, run{sys, 1, 300 * time.Millisecond, false})
+	}
+	for _, workers := range []int{1, 8} {
+		for _, sys := range systems {
+			runs = append(runs, run{sys, workers, d, true})
+		}
+	}
+	for _, r := range runs {
+		sys, workers, d := r.sys, r.workers, r.d
+		{
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			var acquires []time.Duration
@@ -81,7 +108,7 @@ func TestBenchUncontended(t *testing.T) {
 					defer wg.Done()
 					defer c.Close()
 					defer conn.Close(ctx)
-					name := fmt.Sprintf("bench/go/%s/%d/%d", sys.name, os.Getpid(), w)
+					name := fmt.Sprintf("bench/go/%s/%d/%d/%d", sys.name, os.Getpid(), w, time.Now().UnixNano())
 					var mine []time.Duration
 					n := 0
 					until := time.Now().Add(d)
@@ -107,8 +134,16 @@ func TestBenchUncontended(t *testing.T) {
 				t.Fatal(failure)
 			}
 			sort.Slice(acquires, func(i, j int) bool { return acquires[i] < acquires[j] })
-			t.Logf("%-20s %d clients: %8.0f pairs/s, acquire p50 %v", sys.name, workers,
-				float64(pairs)/d.Seconds(), acquires[len(acquires)/2])
+			if !r.record {
+				continue
+			}
+			rate, p50 := float64(pairs)/d.Seconds(), acquires[len(acquires)/2]
+			t.Logf("%-20s %d clients: %8.0f pairs/s, acquire p50 %v", sys.name, workers, rate, p50)
+			if tsv != nil {
+				fmt.Fprintf(tsv, "uncontended\t%s\t%d\tpairs_per_s\t%.6g\n", sys.name, workers, rate)
+				fmt.Fprintf(tsv, "uncontended\t%s\t%d\tacq_p50_us\t%.6g\n", sys.name, workers,
+					float64(p50)/float64(time.Microsecond))
+			}
 		}
 	}
 }

@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Case 1 of make bench (uncontended pairs) for the Java client beside its
  * driver's own two statements: DLOCK_BENCH=SECONDS mvn surefire:test -Dtest=BenchTest.
- * Each system runs twice, alternating, so that the JIT has warmed up for the second round, which counts.
- * It measures; it fails only when it cannot run.
+ * A warm-up round of each system (not recorded) comes first, so that the JIT has compiled what the
+ * measured rounds run. With DLOCK_BENCH_TSV=FILE it appends bench/run.sh's rows (case, system, clients,
+ * metric, value) to FILE. It measures; it fails only when it cannot run.
  */
 class BenchTest {
     interface Pair {
@@ -55,13 +56,21 @@ class BenchTest {
             }
             return acq;
         };
-        for (Object[] sys : new Object[][] {{"pgjdbc-two-statements", driver}, {"java-client", client}, {"pgjdbc-two-statements", driver}, {"java-client", client}}) {
-            for (int workers : new int[] {1, 8}) {
+        String tsvPath = System.getenv("DLOCK_BENCH_TSV");
+        Object[][] runs = {
+            {"java-pgjdbc-sql", driver, 8, false}, {"java-client", client, 8, false},
+            {"java-pgjdbc-sql", driver, 1, true}, {"java-client", client, 1, true},
+            {"java-pgjdbc-sql", driver, 8, true}, {"java-client", client, 8, true}};
+        for (Object[] sys : runs) {
+            int workers = (Integer) sys[2];
+            boolean record = (Boolean) sys[3];
+            {
                 List<Long> acquires = Collections.synchronizedList(new ArrayList<>());
                 List<Thread> threads = new ArrayList<>();
                 List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
                 for (int w = 0; w < workers; w++) {
-                    String name = "bench/java/" + sys[0] + "/" + ProcessHandle.current().pid() + "/" + w;
+                    String name = "bench/java/" + sys[0] + "/" + ProcessHandle.current().pid() + "/" + w + "/"
+                            + System.nanoTime();
                     Thread t = new Thread(() -> {
                         try (DlockClient c = TestDb.client(); Connection conn = TestDb.connect()) {
                             conn.unwrap(org.postgresql.PGConnection.class).setPrepareThreshold(1);
@@ -86,8 +95,16 @@ class BenchTest {
                 }
                 List<Long> sorted = new ArrayList<>(acquires);
                 Collections.sort(sorted);
-                System.out.printf("bench: %-22s %d clients: %8.0f pairs/s, acquire p50 %.3f ms%n", sys[0], workers,
-                        sorted.size() / (nanos / 1e9), sorted.get(sorted.size() / 2) / 1e6);
+                double rate = sorted.size() / (nanos / 1e9);
+                double p50us = sorted.get(sorted.size() / 2) / 1e3;
+                System.out.printf("bench: %-22s %d clients: %8.0f pairs/s, acquire p50 %.3f ms%s%n", sys[0], workers,
+                        rate, p50us / 1e3, record ? "" : " (warm-up)");
+                if (record && tsvPath != null) {
+                    java.nio.file.Files.writeString(java.nio.file.Path.of(tsvPath),
+                            String.format("uncontended\t%s\t%d\tpairs_per_s\t%.6g%nuncontended\t%s\t%d\tacq_p50_us\t%.6g%n",
+                                    sys[0], workers, rate, sys[0], workers, p50us),
+                            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+                }
             }
         }
     }
