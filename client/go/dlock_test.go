@@ -451,3 +451,22 @@ func TestFiveClientsTakeTurnsBehindAPoolOfTwo(t *testing.T) {
 		t.Fatalf("%d of 5 ran, %d overlaps", ok.Load(), overlaps.Load())
 	}
 }
+
+// A pooled connection the server closed while it was idle is dropped when it
+// is taken: the release that follows is done, not unknown.
+func TestAConnectionClosedWhileIdleIsDroppedFromThePool(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, Options{Holder: "idle-" + lockName(t)})
+	adm := admin(t)
+	l := mustAcquire(t, c, lockName(t), LeaseOptions{TTL: 30 * time.Second, NoKeepAlive: true})
+	var n int
+	if err := adm.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "+
+		"WHERE pid <> pg_backend_pid() AND query LIKE '%dlock.try_acquire%' AND state = 'idle' "+
+		"AND datname = current_database()").Scan(&n); err != nil || n < 1 {
+		t.Fatalf("terminated %d idle connections: %v", n, err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if out := l.Release(ctx); out != Done {
+		t.Fatalf("release after the idle connection was closed: %v", out)
+	}
+}

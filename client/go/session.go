@@ -28,7 +28,8 @@ type session struct {
 	settled   bool
 	timeout   time.Duration // the session's statement_timeout (direct)
 	prepared  map[string]string
-	uncertain bool // a notice said a commit is only local
+	uncertain bool      // a notice said a commit is only local
+	idleSince time.Time // when it went back to the pool
 }
 
 func newSession(ctx context.Context, c *Client) (*session, error) {
@@ -164,17 +165,29 @@ type pool struct {
 	idle []*session
 }
 
+// get returns an idle session, or nil. One idle for a second or more is
+// checked first (a read that does not wait), so that a connection the server
+// closed meanwhile (terminated, restarted) is dropped here instead of turning
+// the next call's outcome unknown.
 func (p *pool) get() *session {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.idle) > 0 {
+	for {
+		p.mu.Lock()
+		if len(p.idle) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
 		s := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if !s.conn.IsClosed() {
-			return s
+		p.mu.Unlock()
+		if s.conn.IsClosed() {
+			continue
 		}
+		if time.Since(s.idleSince) >= time.Second && s.conn.CheckConn() != nil { //nolint:staticcheck // a read, not a round trip
+			s.close()
+			continue
+		}
+		return s
 	}
-	return nil
 }
 
 func (p *pool) put(s *session) {
@@ -182,6 +195,7 @@ func (p *pool) put(s *session) {
 		s.close()
 		return
 	}
+	s.idleSince = time.Now()
 	p.mu.Lock()
 	if len(p.idle) < 4 {
 		p.idle = append(p.idle, s)

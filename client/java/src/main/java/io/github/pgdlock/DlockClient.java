@@ -182,13 +182,18 @@ public final class DlockClient implements AutoCloseable {
     }
 
     private Session take() {
-        synchronized (idle) {
-            while (!idle.isEmpty()) {
-                Session s = idle.pollLast();
-                if (s.isUsable()) {
-                    return s;
-                }
+        while (true) {
+            Session s;
+            synchronized (idle) {
+                s = idle.pollLast();
             }
+            if (s == null) {
+                break;
+            }
+            if (s.stillWorks()) { // outside the lock: it may make a round trip
+                return s;
+            }
+            s.close();
         }
         try {
             return new Session(options);
@@ -198,6 +203,7 @@ public final class DlockClient implements AutoCloseable {
     }
 
     private void give(Session s) {
+        s.idleSince = System.nanoTime();
         synchronized (idle) {
             if (idle.size() < 4) {
                 idle.addLast(s);

@@ -35,6 +35,7 @@ final class Session implements AutoCloseable {
     boolean pooled;
     boolean settled;
     boolean uncertain;
+    long idleSince = System.nanoTime();
 
     Session(ClientOptions options) throws SQLException {
         conn = DriverManager.getConnection(options.jdbcUrl(), options.connectionProperties());
@@ -141,6 +142,26 @@ final class Session implements AutoCloseable {
             rows.add(row);
         }
         return rows;
+    }
+
+    /**
+     * Whether a session taken from the pool still works: one idle for a second
+     * or more is asked (an empty query, one round trip), so that a connection
+     * the server closed meanwhile is dropped instead of turning the next call's
+     * outcome unknown.
+     */
+    boolean stillWorks() {
+        if (!isUsable()) {
+            return false;
+        }
+        if (System.nanoTime() - idleSince < 1_000_000_000L) {
+            return true;
+        }
+        try {
+            return conn.isValid((int) Math.max(1, networkTimeoutMs / 1000));
+        } catch (SQLException e) {
+            return false;
+        }
     }
 
     boolean isUsable() {

@@ -356,6 +356,23 @@ class ClientTest {
         assertEquals(0, overlaps.get());
     }
 
+    /** A pooled connection the server closed while idle is dropped when taken: the release is done, not unknown. */
+    @Test
+    void aConnectionClosedWhileIdleIsDroppedFromThePool() throws Exception {
+        try (DlockClient c = TestDb.client(); Connection db = TestDb.connect(); Statement st = db.createStatement()) {
+            Lease l = c.tryAcquire(TestDb.name("idle"), LeaseOptions.ttl(Duration.ofSeconds(30)).keepAlive(false))
+                    .orElseThrow();
+            try (ResultSet rs = st.executeQuery("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    + "WHERE pid <> pg_backend_pid() AND query LIKE '%dlock.try_acquire%' AND state = 'idle' "
+                    + "AND application_name = 'pg_dlock-java' AND datname = current_database()")) {
+                rs.next();
+                assertTrue(rs.getInt(1) >= 1);
+            }
+            Thread.sleep(1100);
+            assertEquals(Outcome.DONE, l.release());
+        }
+    }
+
     @Test
     void versionIsTheProjects() {
         assertNotEquals("", DlockClient.VERSION);
