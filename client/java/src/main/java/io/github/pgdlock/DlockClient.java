@@ -59,12 +59,23 @@ public final class DlockClient implements AutoCloseable {
     public DlockClient(ClientOptions options) {
         this.options = options;
         this.holder = options.holderOrDefault();
-        this.watcher = new ScheduledThreadPoolExecutor(1, r -> {
+        this.watcher = WATCHER;
+    }
+
+    /**
+     * Watches the deadlines of every lease of the process (one daemon thread, shared
+     * by all clients, so that a closed client leaves no thread behind).
+     */
+    private static final ScheduledThreadPoolExecutor WATCHER = newWatcher();
+
+    private static ScheduledThreadPoolExecutor newWatcher() {
+        ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "pg_dlock-watcher");
             t.setDaemon(true);
             return t;
         });
-        this.watcher.setRemoveOnCancelPolicy(true);
+        w.setRemoveOnCancelPolicy(true);
+        return w;
     }
 
     /** A client on the PG* environment with the default options. */
