@@ -251,6 +251,10 @@ private:
                 const auto p = value.get<std::string>();
                 o.pooling = p == "none" ? dlock::pooling::none
                                         : (p == "transaction" ? dlock::pooling::transaction : dlock::pooling::detect);
+            } else if (key == "wait_mode") {
+                const auto w = value.get<std::string>();
+                o.wait_mode = w == "server" ? dlock::wait_mode::server
+                                            : (w == "poll" ? dlock::wait_mode::poll : dlock::wait_mode::automatic);
             } else if (key == "call_timeout_ms") {
                 o.call_timeout = milliseconds{value.get<long long>()};
             } else if (key == "poll_interval_ms") {
@@ -709,7 +713,7 @@ INSTANTIATE_TEST_SUITE_P(negative, conformance_negative, ::testing::ValuesIn(fil
 
 TEST(conformance_files, are_there) {
     EXPECT_GE(files("scenarios").size(), 15U) << "no scenarios under " << conformance_dir();
-    EXPECT_GE(files("negative").size(), 5U);
+    EXPECT_GE(files("negative").size(), 6U);
 }
 
 } // namespace

@@ -275,13 +275,15 @@ class ScenarioRun:
 
     def client_options(self, name: str) -> dict[str, Any]:
         spec = self.scenario.get("clients", {}).get(name, {})
-        known = {"dsn", "pooling", "call_timeout_ms", "poll_interval_ms"}
+        known = {"dsn", "pooling", "wait_mode", "call_timeout_ms", "poll_interval_ms"}
         unknown = set(spec) - known
         if unknown:
             raise StepFailed(f"unknown client options {sorted(unknown)}")
         opts: dict[str, Any] = {"conninfo": self.env.dsn_named(spec.get("dsn", "default"))}
         if "pooling" in spec:
             opts["pooling"] = spec["pooling"]
+        if "wait_mode" in spec:
+            opts["wait_mode"] = spec["wait_mode"]
         if "call_timeout_ms" in spec:
             opts["call_timeout"] = spec["call_timeout_ms"] / 1000
         if "poll_interval_ms" in spec:

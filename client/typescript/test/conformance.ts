@@ -286,10 +286,11 @@ export class ScenarioRun {
 
   clientOptions(name: string): LocksOptions {
     const spec: Json = this.scenario.clients?.[name] ?? {};
-    const unknown = Object.keys(spec).filter((k) => !["dsn", "pooling", "call_timeout_ms", "poll_interval_ms"].includes(k));
+    const unknown = Object.keys(spec).filter((k) => !["dsn", "pooling", "wait_mode", "call_timeout_ms", "poll_interval_ms"].includes(k));
     if (unknown.length) throw new StepFailed(`unknown client options ${unknown.join(", ")}`);
     const opts: LocksOptions = { connection: dsnNamed(this.env, spec.dsn ?? "default") };
     if (spec.pooling !== undefined) opts.pooling = spec.pooling;
+    if (spec.wait_mode !== undefined) opts.waitMode = spec.wait_mode;
     if (spec.call_timeout_ms !== undefined) opts.callTimeout = spec.call_timeout_ms;
     if (spec.poll_interval_ms !== undefined) opts.pollInterval = spec.poll_interval_ms;
     return opts;
