@@ -244,6 +244,15 @@ func runScenario(env confEnv, s *scenario) (err error) {
 		default:
 			return fmt.Errorf("client %s: unknown pooling %v", name, o["pooling"])
 		}
+		switch o["wait_mode"] {
+		case nil, "automatic":
+		case "server":
+			opts.WaitMode = WaitServer
+		case "poll":
+			opts.WaitMode = WaitPoll
+		default:
+			return fmt.Errorf("client %s: unknown wait_mode %v", name, o["wait_mode"])
+		}
 		if v, ok := o["call_timeout_ms"]; ok {
 			opts.CallTimeout = msOf(v)
 		}

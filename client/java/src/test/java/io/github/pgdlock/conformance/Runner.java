@@ -41,6 +41,7 @@ import io.github.pgdlock.PermissionException;
 import io.github.pgdlock.Pooling;
 import io.github.pgdlock.StaleTokenException;
 import io.github.pgdlock.UnknownOutcomeException;
+import io.github.pgdlock.WaitMode;
 
 /** One scenario's run: its clients, sessions, variables and background steps. */
 final class Runner {
@@ -127,6 +128,13 @@ final class Runner {
                     case "none" -> opts.pooling(Pooling.NONE);
                     case "transaction" -> opts.pooling(Pooling.TRANSACTION);
                     default -> throw new AssertionError("unknown pooling " + o.path("pooling"));
+                }
+                switch (o.path("wait_mode").asText("automatic")) {
+                    case "automatic" -> {
+                    }
+                    case "server" -> opts.waitMode(WaitMode.SERVER);
+                    case "poll" -> opts.waitMode(WaitMode.POLL);
+                    default -> throw new AssertionError("unknown wait_mode " + o.path("wait_mode"));
                 }
                 if (o.has("call_timeout_ms")) {
                     opts.callTimeout(Duration.ofMillis(o.get("call_timeout_ms").asLong()));
