@@ -257,6 +257,26 @@ if [[ " $cases " == *" uncontended "* ]]; then
 	clients_bench || { failures=$((failures + 1)); log "the Python or TypeScript client benchmark reported errors"; }
 fi
 
+# --- the Go and Java clients in case 1 ----------------------------------------
+# Each beside its driver's own two statements (client/go/bench_test.go,
+# client/java/src/test/java/io/github/pgdlock/BenchTest.java), after a warm-up
+# run of each: pairs/s at 1 and 8 clients and acquire p50, appended to the
+# run's figures. The toolchains and caches are the test suites' (47-go,
+# 48-java). A failure is noted and leaves the rest of the run alone.
+go_java_bench() {
+	local status=0
+	[ -x /usr/local/go/bin/go ] && PATH=/usr/local/go/bin:$PATH
+	(cd "$root/client/go" && DLOCK_BENCH=$duration DLOCK_BENCH_TSV=$tsv go test -count=1 -run '^TestBenchUncontended$' . >/dev/null) ||
+		status=1
+	(cd "$root/client/java" && DLOCK_BENCH=$duration DLOCK_BENCH_TSV=$tsv mvn -B -q test-compile surefire:test -Dtest=BenchTest >/dev/null) ||
+		status=1
+	return $status
+}
+if [[ " $cases " == *" uncontended "* ]]; then
+	log "case uncontended: the Go and Java clients"
+	go_java_bench || { failures=$((failures + 1)); log "the Go or Java client benchmark reported errors"; }
+fi
+
 # --- profiles ----------------------------------------------------------------
 # perf follows the backends the postmaster forks after it attached (counters
 # are inherited), so it sees exactly the server processes of this run.

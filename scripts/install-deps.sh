@@ -8,8 +8,12 @@ core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6
 # spin checks the protocol model (model/); its verifiers are compiled with gcc
 model=(spin)
 # python3-venv: the Python client's suite makes a virtual environment (42-python);
-# nlohmann-json3-dev: the C++ client's conformance runner reads the scenarios (client/tests/conformance_test.cpp)
-client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2 python3-venv nlohmann-json3-dev)
+# nlohmann-json3-dev: the C++ client's conformance runner reads the scenarios (client/tests/conformance_test.cpp);
+# a JDK 17 and Maven build and test the Java client (48-java). The Go client
+# (47-go) needs Go 1.25 or later, newer than Debian 12's golang: the polyglot
+# machines have it in /usr/local/go.
+client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2 python3-venv nlohmann-json3-dev
+	openjdk-17-jdk-headless maven)
 faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
