@@ -18,6 +18,7 @@
 #include "common/hashfn.h"
 #include "common/int.h"
 #include "mb/pg_wchar.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
@@ -321,4 +322,21 @@ dlock_decision_round(int *rounds, text *lock_name)
 				 errdetail("What the decision reads changed %d times in a row.",
 						   DLOCK_MAX_DECISION_ROUNDS),
 				 errhint("Try again.")));
+}
+
+/*
+ * Refuse, with 25006, a call that would grant a lease (and so issue a
+ * token) on a server in recovery, before it reads the WAL timeline or the
+ * token epoch: every function that issues a token calls this first. verb
+ * says what the caller was asked to do ("acquire", "downgrade").
+ */
+void
+dlock_refuse_in_recovery(text *lock_name, const char *verb)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s lock \"%s\" during recovery",
+						verb, text_to_cstring(lock_name)),
+				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
 }

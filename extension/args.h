@@ -30,5 +30,6 @@ extern pg_uuid_t *dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno);
 #define DLOCK_MAX_DECISION_ROUNDS 10000
 extern bool dlock_retry_until(bool (*fn) (void *arg), void *arg, TimestampTz deadline);
 extern void dlock_decision_round(int *rounds, text *lock_name);
+extern void dlock_refuse_in_recovery(text *lock_name, const char *verb);
 
 #endif							/* DLOCK_ARGS_H */

@@ -1316,12 +1316,7 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, arg);
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot acquire lock \"%s\" during recovery",
-						text_to_cstring(args->lock_name)),
-				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
+	dlock_refuse_in_recovery(args->lock_name, "acquire");
 	dlock_wait_require_waitable(args->lock_name, wait_usecs);
 	return wait_usecs;
 }

@@ -99,12 +99,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 	dlock_policy_args(fcinfo, args->ttl_usecs, &args->policy);
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot acquire lock \"%s\" during recovery",
-						text_to_cstring(args->lock_name)),
-				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
+	dlock_refuse_in_recovery(args->lock_name, "acquire");
 }
 
 /*

@@ -155,11 +155,17 @@ dlock_shmem_startup(void)
 	dlock_epoch_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 	dlock_shmem_ready = true;
+	dlock_fenced_available = true;
 }
 
 /*
  * dlock.durability = fenced relies on the token epoch of the server life,
- * which only shared memory knows.
+ * which only shared memory knows. Without preloading, a SET in the session
+ * is refused. A stored setting is kept, as the server may preload pg_dlock
+ * after its next restart: ALTER ROLE or DATABASE ... SET warns when it
+ * knows (the library is loaded in that session; otherwise PostgreSQL cannot
+ * ask), and grants under it commit durably with a warning
+ * (dlock_grants_fenced), so SHOW and the commits never disagree silently.
  */
 static bool
 check_durability(int *newval, void **extra, GucSource source)
@@ -167,6 +173,16 @@ check_durability(int *newval, void **extra, GucSource source)
 	if (*newval == DLOCK_DURABILITY_FENCED && !dlock_shmem_ready &&
 		!process_shared_preload_libraries_in_progress)
 	{
+		if (source == PGC_S_TEST)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dlock.durability = fenced needs pg_dlock in shared_preload_libraries"),
+					 errdetail("Until the server preloads it, leases under this setting commit durably, with a warning.")));
+			return true;
+		}
+		if (source < PGC_S_INTERACTIVE)
+			return true;
 		GUC_check_errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
 		GUC_check_errmsg("dlock.durability = fenced needs pg_dlock in shared_preload_libraries");
 		return false;

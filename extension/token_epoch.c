@@ -100,11 +100,22 @@ typedef struct EpochState
 /* without shared memory: the epoch read, kept for the backend's life */
 static EpochState local = {InvalidOid, 0, 0, false};
 
-/* what this transaction recorded, published when it commits */
+/*
+ * What this transaction decided to record: its grants use it. It is
+ * written to dlock.token_epoch only by the first grant that is then
+ * written (dlock_grant_written), so a refused attempt -- also the first of
+ * a server life -- writes nothing, takes no transaction ID and needs no
+ * durable commit; recorded_pending says it is not written yet.
+ */
 static EpochState recorded = {InvalidOid, 0, 0, false};
+static bool recorded_pending = false;
 
-/* the subtransaction that recorded it: undone if that one rolls back */
+/* what this transaction wrote, published when it commits */
+static EpochState written = {InvalidOid, 0, 0, false};
+
+/* the subtransactions that decided and wrote them: undone if those roll back */
 static SubTransactionId recorded_in = InvalidSubTransactionId;
+static SubTransactionId written_in = InvalidSubTransactionId;
 
 Size
 dlock_epoch_shmem_size(void)
@@ -249,24 +260,45 @@ static DlockStatement epoch_record_stmt = {
 };
 
 /*
- * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
- * then commit durably; published when it commits. Caller is connected
- * (dlock_sql_connect).
+ * Decide to add (epoch, fenced) to dlock.token_epoch in this transaction:
+ * the grants of the transaction use it from now on, and the first one
+ * written writes it (write_recorded_epoch); the transaction must then
+ * commit durably, and publishes it when it commits.
  */
 static void
 record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 {
-	Datum		values[5] = {Int64GetDatum((int64) GetSystemIdentifier()),
-		Int32GetDatum(timeline), Int32GetDatum(epoch), BoolGetDatum(fenced),
-	Int64GetDatum(this_life())};
-
-	(void) dlock_execute(&epoch_record_stmt, values, NULL, 0);
-	dlock_require_durable_commit();
 	recorded.epoch_table = epoch_table;
 	recorded.timeline = timeline;
 	recorded.epoch = epoch;
 	recorded.fenced = fenced;
+	recorded_pending = true;
 	recorded_in = GetCurrentSubTransactionId();
+}
+
+/*
+ * A grant decided on the epoch recorded in this transaction was written:
+ * write the epoch's row too, if not written yet, and commit durably.
+ */
+static void
+write_recorded_epoch(void)
+{
+	Datum		values[5];
+
+	if (!recorded_pending || !OidIsValid(recorded.epoch_table))
+		return;
+	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[1] = Int32GetDatum(recorded.timeline);
+	values[2] = Int32GetDatum(recorded.epoch);
+	values[3] = BoolGetDatum(recorded.fenced);
+	values[4] = Int64GetDatum(this_life());
+	dlock_sql_connect();
+	(void) dlock_execute(&epoch_record_stmt, values, NULL, 0);
+	dlock_sql_finish();
+	dlock_require_durable_commit();
+	recorded_pending = false;
+	written = recorded;
+	written_in = GetCurrentSubTransactionId();
 }
 
 /* the newest epoch, with the server life that marked it fenced if one did */
@@ -311,7 +343,7 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 		/* marking refuses the last epoch, so there is a next one */
 		state->epoch++;
 		state->fenced = false;
-		record_epoch(epoch_table, timeline, state->epoch, false);
+		record_epoch(epoch_table, timeline, state->epoch, false);	/* written with the grant */
 	}
 	else
 		publish(state);
@@ -346,9 +378,7 @@ mark_fenced(EpochState *state)
 				 errhint("The epochs start again on a new timeline, after a failover.")));
 		return false;
 	}
-	dlock_sql_connect();
-	record_epoch(state->epoch_table, state->timeline, state->epoch, true);
-	dlock_sql_finish();
+	record_epoch(state->epoch_table, state->timeline, state->epoch, true);	/* written with the grant */
 	state->fenced = true;
 	return true;
 }
@@ -399,6 +429,7 @@ dlock_grant_prepare(DlockGrantCommit *commit)
 void
 dlock_grant_written(const DlockGrantCommit *commit)
 {
+	write_recorded_epoch();
 	dlock_lease_written(commit->writes_only, !commit->fenced);
 }
 
@@ -412,14 +443,18 @@ dlock_epoch_xact_end(XactEvent event)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (OidIsValid(recorded.epoch_table))
-				publish(&recorded);
+			if (OidIsValid(written.epoch_table))
+				publish(&written);
 			recorded.epoch_table = InvalidOid;
+			written.epoch_table = InvalidOid;
+			recorded_pending = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			recorded.epoch_table = InvalidOid;
+			written.epoch_table = InvalidOid;
+			recorded_pending = false;
 			break;
 		default:
 			break;
@@ -433,9 +468,20 @@ dlock_epoch_xact_end(XactEvent event)
 void
 dlock_epoch_subxact_end(SubXactEvent event, SubTransactionId subxid)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB && OidIsValid(recorded.epoch_table) &&
-		recorded_in >= subxid)
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (OidIsValid(recorded.epoch_table) && recorded_in >= subxid)
+	{
 		recorded.epoch_table = InvalidOid;
+		recorded_pending = false;
+	}
+	if (OidIsValid(written.epoch_table) && written_in >= subxid)
+	{
+		written.epoch_table = InvalidOid;
+		/* what the transaction decided was undone with it: decide again */
+		recorded.epoch_table = InvalidOid;
+		recorded_pending = false;
+	}
 }
 
 /*
