@@ -45,6 +45,7 @@ int			dlock_max_ttl_seconds = 86400;
 int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
 bool		dlock_test_ignore_epoch = false;
+int			dlock_test_epoch_entries = 0;
 int			dlock_durability = DLOCK_DURABILITY_DURABLE;
 
 /* True once this backend has attached to pg_dlock's shared memory */
@@ -250,6 +251,22 @@ _PG_init(void)
 							 PGC_SUSET,
 							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	/*
+	 * Tests only: how many of the shared entries that remember each
+	 * database's token epoch are used (0: all), so that a test can fill
+	 * them with a few databases. Fixed at server start, so only defined
+	 * when preloading (shared memory has the entries only then).
+	 */
+if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("dlock.test_epoch_entries",
+								gettext_noop("Uses only this many of the token epoch entries of shared memory (tests only)."),
+								gettext_noop("0 uses all of them."),
+								&dlock_test_epoch_entries,
+								0, 0, INT_MAX,
+								PGC_POSTMASTER,
+								GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+								NULL, NULL, NULL);
 
 	dlock_holds_init();
 	dlock_policy_init();

@@ -53,6 +53,7 @@
 #include "miscadmin.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/syscache.h"
 
 #include "dlock.h"
 #include "catalog.h"
@@ -65,9 +66,21 @@
 /*
  * Databases whose epoch shared memory remembers. A database that finds no
  * room is not marked: its fenced grants commit durably, so that it never
- * has to move the epoch at each backend's first grant.
+ * has to move the epoch at each backend's first grant. The entries of
+ * dropped databases are given back when the entries run out
+ * (reclaim_dropped), so only databases that exist hold one: creating and
+ * dropping databases cannot use them up. dlock.test_epoch_entries (tests
+ * only, set at server start) uses fewer of them, so that a test can fill
+ * them.
  */
 #define EPOCH_ENTRIES 1024
+
+static int
+epoch_entries(void)
+{
+	return dlock_test_epoch_entries > 0 ? Min(dlock_test_epoch_entries, EPOCH_ENTRIES) :
+		EPOCH_ENTRIES;
+}
 
 typedef struct EpochEntry
 {
@@ -149,9 +162,11 @@ dlock_epoch_shmem_init(void)
 static EpochEntry *
 database_entry(void)
 {
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	int			n = epoch_entries();
+
+	for (int i = 0; i < n; i++)
 	{
-		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % EPOCH_ENTRIES];
+		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % n];
 
 		if (entry->dbid == MyDatabaseId || entry->dbid == InvalidOid)
 			return entry;
@@ -194,7 +209,39 @@ known_epoch(Oid epoch_table, int32 timeline, EpochState *state)
 }
 
 /*
- * Whether shared memory has room to remember this database's epoch.
+ * Free the entries of databases that no longer exist (their OIDs are not in
+ * pg_database). The OIDs are looked up without the mutex held; an entry is
+ * freed only if it still belongs to the dropped database then. A database
+ * created later with a recycled OID finds an entry of another epoch table
+ * and replaces it, as a new extension in a database does. Called inside a
+ * transaction.
+ */
+static void
+reclaim_dropped(void)
+{
+	int			n = epoch_entries();
+	Oid		   *dbids = palloc(sizeof(Oid) * n);
+
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		dbids[i] = epoch_shared->entries[i].dbid;
+	SpinLockRelease(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		if (OidIsValid(dbids[i]) && dbids[i] != MyDatabaseId &&
+			SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbids[i])))
+			dbids[i] = InvalidOid;	/* still there: keep its entry */
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		if (OidIsValid(dbids[i]) && dbids[i] != MyDatabaseId &&
+			epoch_shared->entries[i].dbid == dbids[i])
+			memset(&epoch_shared->entries[i], 0, sizeof(EpochEntry));
+	SpinLockRelease(&epoch_shared->mutex);
+	pfree(dbids);
+}
+
+/*
+ * Whether shared memory has room to remember this database's epoch; when
+ * every entry is taken, the entries of dropped databases are freed first.
  */
 static bool
 database_has_entry(void)
@@ -206,6 +253,13 @@ database_has_entry(void)
 	SpinLockAcquire(&epoch_shared->mutex);
 	room = database_entry() != NULL;
 	SpinLockRelease(&epoch_shared->mutex);
+	if (!room)
+	{
+		reclaim_dropped();
+		SpinLockAcquire(&epoch_shared->mutex);
+		room = database_entry() != NULL;
+		SpinLockRelease(&epoch_shared->mutex);
+	}
 	return room;
 }
 
@@ -346,7 +400,10 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 		record_epoch(epoch_table, timeline, state->epoch, false);	/* written with the grant */
 	}
 	else
+	{
+		(void) database_has_entry();	/* room for it, if dropped databases left any */
 		publish(state);
+	}
 	dlock_sql_finish();
 }
 
@@ -365,7 +422,7 @@ mark_fenced(EpochState *state)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("dlock.durability = fenced is not available in this database"),
 				 errdetail("pg_dlock's shared memory remembers the token epochs of %d databases, all in use; the grant commits durably.",
-						   EPOCH_ENTRIES)));
+						   epoch_entries())));
 		return false;
 	}
 	if (state->epoch >= DLOCK_EPOCHS - 1)

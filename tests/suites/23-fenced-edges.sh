@@ -8,6 +8,10 @@
 #     move the token epoch, takes no transaction ID and commits nothing
 #     durably; the first grant then moves the epoch (in the same transaction
 #     too);
+#  4. (after 3) the shared entries that remember each database's token
+#     epoch are given back when a database is dropped: with two entries
+#     (dlock.test_epoch_entries), three databases made and dropped in turn
+#     each mark their fenced grants, none is told fenced is not available;
 #  3. without preloading, a stored dlock.durability = fenced (ALTER ROLE ...
 #     SET, made in a session that has not loaded the library) shows what
 #     the grants do: SHOW says fenced before and after a grant, and every
@@ -120,4 +124,25 @@ set_refused=$(psql -X -q -At -h 127.0.0.1 -p "$plain_port" -U regress_fenced -d 
 	-c "SELECT 1 FROM dlock.locks LIMIT 0" -c 'SET dlock.durability = fenced' 2>&1)
 check "without preloading, SET dlock.durability = fenced in a session is refused (55000)" \
 	grep -q "ERROR:  55000" <<<"$set_refused"
+
+# --- 4. epoch entries of dropped databases are given back -------------------
+echo "dlock.test_epoch_entries = 2" >>"$dir/data/postgresql.conf"
+"$cluster" stop "$dir" && "$cluster" restart "$dir" || { cat "$dir/server.log"; finish; exit 1; }
+on "$port" -c "SELECT dlock.try_acquire('edges:entry', '1 minute')" >/dev/null
+entries=
+for i in 1 2 3; do
+	psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE DATABASE edges_$i"
+	entries+=$(psql -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d "edges_$i" 2>&1 <<'SQL'
+CREATE EXTENSION pg_dlock;
+SET dlock.durability = fenced;
+SELECT (dlock.try_acquire('edges:db', '1 minute')).fencing_token IS NOT NULL AS granted;
+SELECT epoch_fenced FROM dlock.durability_stats();
+SQL
+)" "
+	psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "DROP DATABASE edges_$i WITH (FORCE)"
+done
+entries=$(echo $entries)
+echo "  with two entries, three databases in turn (granted, marked): $entries"
+check "the epoch entries of dropped databases are given back: each new database marks its fenced grants" \
+	test "$entries" = "t t t t t t"
 finish
