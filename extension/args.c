@@ -18,8 +18,12 @@
 #include "common/hashfn.h"
 #include "common/int.h"
 #include "mb/pg_wchar.h"
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "args.h"
@@ -269,4 +273,70 @@ dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno)
 			 errmsg("owner_token must not be the nil UUID"),
 			 errhint("Pass NULL to have the server generate an owner token, or use a random (version 4) UUID.")));
 	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * The one back-off of pg_dlock's retry loops: try fn(arg) until it returns
+ * true or deadline passes (deadline 0: once only). Between tries it sleeps
+ * on the latch 1, 2, 4, 8, then 16 ms at a time, never past the deadline;
+ * cancel and statement_timeout interrupt it, and the postmaster's death
+ * ends it. Returns whether fn succeeded.
+ */
+bool
+dlock_retry_until(bool (*fn) (void *arg), void *arg, TimestampTz deadline)
+{
+	for (int round = 0;; round++)
+	{
+		TimestampTz now;
+
+		if (fn(arg))
+			return true;
+		now = GetCurrentTimestamp();
+		if (deadline == 0 || now >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Count one more round of a loop that decides again after a change it
+ * found (a row changed or locked meanwhile, a wait ended): checks for
+ * interrupts, and ends a loop that went DLOCK_MAX_DECISION_ROUNDS rounds
+ * without deciding with an error rather than spin. Each round follows
+ * another transaction's commit or a wait, so the bound is only reached
+ * when something keeps changing what the decision reads.
+ */
+void
+dlock_decision_round(int *rounds, text *lock_name)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (++(*rounds) > DLOCK_MAX_DECISION_ROUNDS)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not decide on lock \"%s\"",
+						text_to_cstring(lock_name)),
+				 errdetail("What the decision reads changed %d times in a row.",
+						   DLOCK_MAX_DECISION_ROUNDS),
+				 errhint("Try again.")));
+}
+
+/*
+ * Refuse, with 25006, a call that would grant a lease (and so issue a
+ * token) on a server in recovery, before it reads the WAL timeline or the
+ * token epoch: every function that issues a token calls this first. verb
+ * says what the caller was asked to do ("acquire", "downgrade").
+ */
+void
+dlock_refuse_in_recovery(text *lock_name, const char *verb)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s lock \"%s\" during recovery",
+						verb, text_to_cstring(lock_name)),
+				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
 }

@@ -26,4 +26,10 @@ extern char *dlock_arg_reason(FunctionCallInfo fcinfo, int argno);
 extern text *dlock_arg_holder(FunctionCallInfo fcinfo, int argno);
 extern pg_uuid_t *dlock_arg_owner_token(FunctionCallInfo fcinfo, int argno);
 
+/* the one back-off of retry loops, and the bound of decision loops */
+#define DLOCK_MAX_DECISION_ROUNDS 10000
+extern bool dlock_retry_until(bool (*fn) (void *arg), void *arg, TimestampTz deadline);
+extern void dlock_decision_round(int *rounds, text *lock_name);
+extern void dlock_refuse_in_recovery(text *lock_name, const char *verb);
+
 #endif							/* DLOCK_ARGS_H */

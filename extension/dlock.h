@@ -63,6 +63,7 @@ extern int	dlock_max_ttl_seconds;
 extern int	dlock_audit_level;
 extern bool dlock_test_ignore_timeline;
 extern bool dlock_test_ignore_epoch;
+extern int	dlock_test_epoch_entries;
 extern int	dlock_durability;
 
 #endif							/* DLOCK_DLOCK_H */

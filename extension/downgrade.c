@@ -66,6 +66,7 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 
 	dlock_require_arg(fcinfo, 1, "owner_token");
 	owner = PG_GETARG_UUID_P(1);
+	dlock_refuse_in_recovery(lock_name, "downgrade");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_dlock: return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);

@@ -37,6 +37,27 @@
 static bool durable_required = false;
 
 /*
+ * Whether a grant or renewal of the transaction itself needs the flush (a
+ * durable one): such a transaction cannot be prepared. durable_required
+ * alone can also come from the token epoch's record (token_epoch.c), which
+ * does not stop a PREPARE: PREPARE TRANSACTION flushes its WAL, and an
+ * epoch recorded by a transaction that is prepared is never published by
+ * it, so no other transaction relies on it (the next fenced grant marks
+ * the epoch again, durably).
+ */
+static bool lease_needs_flush = false;
+
+/* dlock.durability = fenced was found unavailable in this transaction */
+static bool fenced_unavailable_warned = false;
+
+/*
+ * Whether this server can grant under dlock.durability = fenced: pg_dlock
+ * is preloaded, so shared memory knows the server life (pg_dlock.c sets it
+ * once shared memory is attached).
+ */
+bool		dlock_fenced_available = false;
+
+/*
  * Where the WAL of the transaction's last lease change ended, while every
  * write of the transaction was a lease change that may commit without the
  * flush; else invalid.
@@ -67,12 +88,28 @@ dlock_require_durable_commit(void)
 
 /*
  * Whether grants made now commit without the WAL flush: the session's
- * dlock.durability.
+ * dlock.durability. A stored setting (ALTER ROLE or DATABASE ... SET, the
+ * configuration file, connection options) may say fenced on a server that
+ * does not preload pg_dlock: SHOW then says fenced, and the grants and
+ * renewals commit durably, each transaction warned once that they do.
  */
 bool
 dlock_grants_fenced(void)
 {
-	return dlock_durability == DLOCK_DURABILITY_FENCED;
+	if (dlock_durability != DLOCK_DURABILITY_FENCED)
+		return false;
+	if (dlock_fenced_available)
+		return true;
+	if (!fenced_unavailable_warned)
+	{
+		fenced_unavailable_warned = true;
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock.durability = fenced is not available on this server"),
+				 errdetail("pg_dlock is not in shared_preload_libraries; leases commit durably."),
+				 errhint("Add pg_dlock to shared_preload_libraries, or set dlock.durability = durable.")));
+	}
+	return false;
 }
 
 /*
@@ -99,7 +136,10 @@ void
 dlock_lease_written(bool writes_only_before, bool needs_flush)
 {
 	if (needs_flush)
+	{
 		dlock_require_durable_commit();
+		lease_needs_flush = true;
+	}
 	if (writes_only_before && !durable_required)
 		unflushed_writes_end = XactLastRecEnd;
 	else
@@ -136,8 +176,10 @@ restore_synchronous_commit(void)
  * renewal (a stronger remote_apply is kept); "off" for one whose only writes
  * were lease changes that need no flush (anything written after them moved
  * XactLastRecEnd).
- * Two-phase commit is refused for a grant: COMMIT PREPARED may run in
- * another session, whose synchronous_commit pg_dlock does not control.
+ * Two-phase commit is refused for a durable grant or renewal: COMMIT
+ * PREPARED may run in another session, whose synchronous_commit pg_dlock
+ * does not control. A fenced one may be prepared, also when its
+ * transaction recorded the token epoch (see lease_needs_flush).
  */
 void
 dlock_durability_xact_end(XactEvent event)
@@ -165,7 +207,7 @@ dlock_durability_xact_end(XactEvent event)
 			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (durable_required)
+			if (lease_needs_flush)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that acquired or renewed a lease"),
@@ -179,6 +221,8 @@ dlock_durability_xact_end(XactEvent event)
 		case XACT_EVENT_PREPARE:
 			restore_synchronous_commit();
 			durable_required = false;
+			lease_needs_flush = false;
+			fenced_unavailable_warned = false;
 			unflushed_writes_end = InvalidXLogRecPtr;
 			break;
 		default:

@@ -15,6 +15,7 @@
 
 /* durability.c */
 extern void dlock_require_durable_commit(void);
+extern bool dlock_fenced_available;
 extern bool dlock_grants_fenced(void);
 extern bool dlock_lease_writes_only(void);
 extern void dlock_lease_written(bool writes_only_before, bool needs_flush);

@@ -158,6 +158,23 @@ kind_noun(char kind)
 	return kind == KIND_SHARED ? "shared lock" : "semaphore";
 }
 
+/* One try at a kind lock without waiting, for dlock_retry_until */
+typedef struct KindLockTry
+{
+	text	   *lock_name;
+	LOCKMODE	mode;
+	LockAcquireResult result;
+} KindLockTry;
+
+static bool
+try_kind_lock(void *arg)
+{
+	KindLockTry *try = arg;
+
+	try->result = dlock_kind_lock(try->lock_name, try->mode, false);
+	return try->result != LOCKACQUIRE_NOT_AVAIL;
+}
+
 /*
  * Take lock_name's kind lock in mode, waiting up to deadline (0: as long as
  * a row lock would, bounded by lock_timeout). Returns false when the
@@ -167,6 +184,8 @@ static bool
 take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 			   LockAcquireResult *result, bool *waited)
 {
+	KindLockTry try;
+
 	*waited = false;
 	*result = dlock_kind_lock(lock_name, mode, false);
 	if (*result != LOCKACQUIRE_NOT_AVAIL)
@@ -177,21 +196,12 @@ take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 		*result = dlock_kind_lock(lock_name, mode, true);
 		return true;
 	}
-	for (int round = 0;; round++)
-	{
-		TimestampTz now = GetCurrentTimestamp();
-
-		if (now >= deadline)
-			return false;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000),
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		*result = dlock_kind_lock(lock_name, mode, false);
-		if (*result != LOCKACQUIRE_NOT_AVAIL)
-			return true;
-	}
+	try.lock_name = lock_name;
+	try.mode = mode;
+	if (!dlock_retry_until(try_kind_lock, &try, deadline))
+		return false;
+	*result = try.result;
+	return true;
 }
 
 /* Attribute numbers of dlock.lock_holder and dlock.holder_counter (pg_dlock--1.1--1.2.sql) */
@@ -407,18 +417,33 @@ dlock_holders_attempt_done(bool acquired)
 	exclusive_kind_lock_taken = false;
 }
 
-/* this owner's slot of the name, locked for a renewal or release */
-static DlockStatement holder_own_lock_stmt = {
+/* this owner's slot of the name, as committed: the version a renewal or release decides on */
+static DlockStatement holder_own_stmt = {
 	.sql =
-	"SELECT h.slot, h.lease_until FROM dlock.lock_holder h"
+	"SELECT h.slot, h.lease_until, h.ctid FROM dlock.lock_holder h"
 	" WHERE h.lock_name = $1 AND h.owner_token = $2"
-	" ORDER BY h.lease_until DESC"
-	"   FOR NO KEY UPDATE",
+	" ORDER BY h.lease_until DESC LIMIT 1",
 	.nargs = 2,
 	.argtypes = {TEXTOID, UUIDOID},
 };
 #define OWN_COL_SLOT		1
 #define OWN_COL_UNTIL		2
+#define OWN_COL_CTID		3
+
+/*
+ * that slot locked, if it is still as decided on and nobody else has it:
+ * no row when another transaction locks it (a holds() pin, a concurrent
+ * renewal) or changed it meanwhile
+ */
+static DlockStatement holder_own_lock_stmt = {
+	.sql =
+	"SELECT 1 FROM dlock.lock_holder h"
+	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.owner_token = $3"
+	"   AND h.lease_until = $4"
+	"   FOR NO KEY UPDATE SKIP LOCKED",
+	.nargs = 4,
+	.argtypes = {TEXTOID, INT4OID, UUIDOID, TIMESTAMPTZOID},
+};
 
 /* renew ($4 true) or release the holder lease of slot $2, locked and decided on */
 static DlockStatement holder_change_stmt = {
@@ -452,21 +477,45 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	Datum		values[5];
 	bool		isnull;
 	int32		slot;
+	int			rounds = 0;
 
 	/*
-	 * Lock the owner's slot first (waiting for a pin or a concurrent change
-	 * as an UPDATE would), then decide on the slot as it is now, at a clock
-	 * reading taken after the wait: a lease that expired while its renewal
-	 * waited for a pin is gone, as for an exclusive lease.
+	 * Decide on the owner's slot as committed, at one clock reading, and
+	 * only then lock that very version without waiting: a refusal (no live
+	 * lease of this owner) holds no row lock and takes no transaction ID.
+	 * When another transaction has the slot (a holds() pin, a concurrent
+	 * renewal), wait for it holding nothing and decide again on the slot
+	 * as it is then, at a new clock reading: a lease that expired while its
+	 * renewal waited for a pin is gone, as for an exclusive lease.
 	 */
 	values[0] = PointerGetDatum(lock_name);
-	values[1] = UUIDPGetDatum(owner);
-	if (dlock_execute(&holder_own_lock_stmt, values, NULL, 1) == 0)
-		return false;
-	slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
-	now = GetCurrentTimestamp();
-	if (DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull)) <= now)
-		return false;
+	for (;;)
+	{
+		TimestampTz until;
+		ItemPointerData tid;
+		Relation	rel;
+
+		values[1] = UUIDPGetDatum(owner);
+		if (dlock_execute(&holder_own_stmt, values, NULL, 1) == 0)
+			return false;
+		slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
+		until = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull));
+		tid = *(ItemPointer) DatumGetPointer(dlock_sql_value(0, OWN_COL_CTID, &isnull));
+		now = GetCurrentTimestamp();
+		if (until <= now)
+			return false;
+
+		values[1] = Int32GetDatum(slot);
+		values[2] = UUIDPGetDatum(owner);
+		values[3] = TimestampTzGetDatum(until);
+		if (dlock_execute(&holder_own_lock_stmt, values, NULL, 1) == 1)
+			break;				/* locked as decided on */
+
+		rel = dlock_table_open(dlock_catalog()->holder_table, AccessShareLock);
+		(void) dlock_tuple_wait(rel, &tid, 0);	/* bounded by lock_timeout */
+		table_close(rel, AccessShareLock);
+		dlock_decision_round(&rounds, lock_name);
+	}
 
 	values[1] = Int32GetDatum(slot);
 	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_time_plus(now, ttl_usecs) : now);
@@ -673,12 +722,17 @@ reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_time
 {
 	int64		system = (int64) GetSystemIdentifier();
 	Datum		values[4];
+	int			rounds = 0;
 
 	values[0] = PointerGetDatum(lock_name);
 	for (;;)
 	{
-		int64		start = dlock_floor_next_token(timeline);
-		bool		have_counter = dlock_execute(&counter_lock_stmt, values, NULL, 1) > 0;
+		int64		start;
+		bool		have_counter;
+
+		dlock_decision_round(&rounds, lock_name);
+		start = dlock_floor_next_token(timeline);
+		have_counter = dlock_execute(&counter_lock_stmt, values, NULL, 1) > 0;
 
 		if (name_exists)
 			start = Max(start, dlock_next_token(name_seq, name_timeline, name_system, timeline));
@@ -1086,12 +1140,16 @@ name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_unt
 	DlockRow	row;
 	bool		decided = false;
 	bool		refused = false;
+	int			rounds = 0;
 
 	dlock_rows_open(&rows);
 	while (!decided && !refused && dlock_row_read(&rows, lock_name, &row))
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
 		DlockPolicyView view;
+
+		dlock_decision_round(&rounds, lock_name);
+		now = GetCurrentTimestamp();
 
 		dlock_policy_view(&rows, &row, now, &view);
 		if (view.live || view.available_at != 0)
@@ -1258,12 +1316,7 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, arg);
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot acquire lock \"%s\" during recovery",
-						text_to_cstring(args->lock_name)),
-				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
+	dlock_refuse_in_recovery(args->lock_name, "acquire");
 	dlock_wait_require_waitable(args->lock_name, wait_usecs);
 	return wait_usecs;
 }

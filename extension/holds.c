@@ -179,12 +179,16 @@ holds_token(text *lock_name, int64 token, DlockRow *row, bool *found)
 {
 	DlockRows	rows;
 	bool		held = false;
+	int			rounds = 0;
 
 	require_pin_privilege(lock_name);
 	dlock_rows_open(&rows);
 	while ((*found = dlock_row_read(&rows, lock_name, row)))
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
+
+		dlock_decision_round(&rounds, lock_name);
+		now = GetCurrentTimestamp();
 
 		if (DatumGetInt64(row->values[Anum_fencing_seq - 1]) != token ||
 			row->nulls[Anum_owner_token - 1] || row->nulls[Anum_lease_until - 1] ||

@@ -99,12 +99,7 @@ acquire_args(FunctionCallInfo fcinfo, int owner_arg, AcquireArgs *args)
 	args->holder = dlock_arg_holder(fcinfo, owner_arg + 1);
 	dlock_policy_args(fcinfo, args->ttl_usecs, &args->policy);
 
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot acquire lock \"%s\" during recovery",
-						text_to_cstring(args->lock_name)),
-				 errhint("Locks are granted by the primary server; connect to it, for example with target_session_attrs=read-write.")));
+	dlock_refuse_in_recovery(args->lock_name, "acquire");
 }
 
 /*
@@ -121,30 +116,6 @@ set_grant_system(const DlockRows *rows, DlockRow *row)
 		return;
 	row->values[att - 1] = Int64GetDatum((int64) GetSystemIdentifier());
 	row->nulls[att - 1] = false;
-}
-
-/*
- * Try fn(arg) until it returns true; with deadline 0 only once, otherwise
- * retrying with short sleeps until the deadline. Cancel interrupts it.
- */
-static bool
-retry_until(bool (*fn) (void *arg), void *arg, TimestampTz deadline)
-{
-	for (int round = 0;; round++)
-	{
-		TimestampTz now;
-
-		if (fn(arg))
-			return true;
-		now = GetCurrentTimestamp();
-		if (deadline == 0 || now >= deadline)
-			return false;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000),
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
 }
 
 static bool
@@ -280,7 +251,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	/* a second creator of the name waits for the first, as a unique index would */
 	if (deadline == 0)
 		(void) dlock_new_name_lock(hash, true);
-	else if (!retry_until(try_new_name_lock, &hash, deadline))
+	else if (!dlock_retry_until(try_new_name_lock, &hash, deadline))
 		return false;
 	if (dlock_row_read(rows, args->lock_name, row))
 	{
@@ -293,7 +264,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	 * Reap holds the floor lock only while it deletes rows and raises the
 	 * floor; the floor must include what it deletes.
 	 */
-	if (!retry_until(try_floor_lock, NULL, deadline))
+	if (!dlock_retry_until(try_floor_lock, NULL, deadline))
 	{
 		dlock_new_name_unlock(hash);
 		return false;
@@ -395,6 +366,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	bool		taken_over = false;
 	DlockPolicyView view;
 	DlockGrantCommit commit;
+	int			rounds = 0;
 
 	dlock_grant_prepare(&commit);
 	attempt->acquired = false;
@@ -409,6 +381,7 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 		bool		free_row;
 		DlockRowLock locked;
 
+		dlock_decision_round(&rounds, args->lock_name);
 		new_lease = true;
 		found = dlock_row_read(&rows, args->lock_name, &row);
 		if (found)
@@ -812,11 +785,15 @@ change_own_lease(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool downgr
 {
 	DlockRows	rows;
 	bool		changed = false;
+	int			rounds = 0;
 
 	dlock_rows_open(&rows);
 	while (dlock_row_read(&rows, lock_name, row))
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
+
+		dlock_decision_round(&rounds, lock_name);
+		now = GetCurrentTimestamp();
 
 		if (row->nulls[Anum_owner_token - 1] ||
 			memcmp(DatumGetUUIDP(row->values[Anum_owner_token - 1]), owner, UUID_LEN) != 0)

@@ -407,8 +407,19 @@ row_lockers(Relation rel, ItemPointer tid, TransactionId *xids, int max_xids)
 bool
 dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline)
 {
+	return dlock_tuple_wait(rows->rel, &row->tid, deadline);
+}
+
+/*
+ * The same for the row version at tid of any of pg_dlock's tables (rel):
+ * a caller that read it, decided, and found it locked by another
+ * transaction waits here holding nothing, then reads and decides again.
+ */
+bool
+dlock_tuple_wait(Relation rel, ItemPointer tid, TimestampTz deadline)
+{
 	TransactionId xids[MAX_WAITED_LOCKERS];
-	int			n = row_lockers(rows->rel, &row->tid, xids, MAX_WAITED_LOCKERS);
+	int			n = row_lockers(rel, tid, xids, MAX_WAITED_LOCKERS);
 
 	/*
 	 * Nobody in xmax: another session is queued for the row's tuple lock
@@ -426,13 +437,20 @@ dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline)
 	{
 		if (deadline == 0)
 		{
-			XactLockTableWait(xids[i], rows->rel, &row->tid, XLTW_Lock);
+			XactLockTableWait(xids[i], rel, tid, XLTW_Lock);
 			continue;
 		}
 		if (!dlock_xact_wait(xids[i], deadline))
 			return false;
 	}
 	return true;
+}
+
+/* Whether transaction *arg has ended, for dlock_retry_until */
+static bool
+xact_ended(void *arg)
+{
+	return ConditionalXactLockTableWait(*(TransactionId *) arg);
 }
 
 /*
@@ -443,20 +461,7 @@ dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline)
 bool
 dlock_xact_wait(TransactionId xid, TimestampTz deadline)
 {
-	for (int round = 0; !ConditionalXactLockTableWait(xid); round++)
-	{
-		TimestampTz now = GetCurrentTimestamp();
-		long		sleep_ms;
-
-		if (now >= deadline)
-			return false;
-		sleep_ms = Min((long) 1 << Min(round, 4), (deadline - now + 999) / 1000);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 sleep_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	return true;
+	return dlock_retry_until(xact_ended, &xid, deadline);
 }
 
 /*

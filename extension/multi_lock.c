@@ -352,6 +352,8 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 	if (owner == NULL)
 		owner = dlock_new_owner_token();
 	holder = dlock_arg_holder(fcinfo, owner_arg + 1);
+	if (nnames > 0)
+		dlock_refuse_in_recovery(names[0], "acquire");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	dlock_sql_connect();

@@ -45,6 +45,7 @@ int			dlock_max_ttl_seconds = 86400;
 int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
 bool		dlock_test_ignore_epoch = false;
+int			dlock_test_epoch_entries = 0;
 int			dlock_durability = DLOCK_DURABILITY_DURABLE;
 
 /* True once this backend has attached to pg_dlock's shared memory */
@@ -155,11 +156,17 @@ dlock_shmem_startup(void)
 	dlock_epoch_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 	dlock_shmem_ready = true;
+	dlock_fenced_available = true;
 }
 
 /*
  * dlock.durability = fenced relies on the token epoch of the server life,
- * which only shared memory knows.
+ * which only shared memory knows. Without preloading, a SET in the session
+ * is refused. A stored setting is kept, as the server may preload pg_dlock
+ * after its next restart: ALTER ROLE or DATABASE ... SET warns when it
+ * knows (the library is loaded in that session; otherwise PostgreSQL cannot
+ * ask), and grants under it commit durably with a warning
+ * (dlock_grants_fenced), so SHOW and the commits never disagree silently.
  */
 static bool
 check_durability(int *newval, void **extra, GucSource source)
@@ -167,6 +174,16 @@ check_durability(int *newval, void **extra, GucSource source)
 	if (*newval == DLOCK_DURABILITY_FENCED && !dlock_shmem_ready &&
 		!process_shared_preload_libraries_in_progress)
 	{
+		if (source == PGC_S_TEST)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dlock.durability = fenced needs pg_dlock in shared_preload_libraries"),
+					 errdetail("Until the server preloads it, leases under this setting commit durably, with a warning.")));
+			return true;
+		}
+		if (source < PGC_S_INTERACTIVE)
+			return true;
 		GUC_check_errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE);
 		GUC_check_errmsg("dlock.durability = fenced needs pg_dlock in shared_preload_libraries");
 		return false;
@@ -234,6 +251,22 @@ _PG_init(void)
 							 PGC_SUSET,
 							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	/*
+	 * Tests only: how many of the shared entries that remember each
+	 * database's token epoch are used (0: all), so that a test can fill
+	 * them with a few databases. Fixed at server start, so only defined
+	 * when preloading (shared memory has the entries only then).
+	 */
+if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("dlock.test_epoch_entries",
+								gettext_noop("Uses only this many of the token epoch entries of shared memory (tests only)."),
+								gettext_noop("0 uses all of them."),
+								&dlock_test_epoch_entries,
+								0, 0, INT_MAX,
+								PGC_POSTMASTER,
+								GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+								NULL, NULL, NULL);
 
 	dlock_holds_init();
 	dlock_policy_init();

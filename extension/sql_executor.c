@@ -15,6 +15,20 @@
  * schema (schema.c). Values always travel as parameters: lock names are
  * data, never SQL.
  *
+ * One snapshot rule. Every statement reads the latest committed state, in
+ * every isolation level: a lease is decided on what is committed when the
+ * decision is made, under the lock that orders it (the name's kind lock, a
+ * row lock), never on the snapshot a REPEATABLE READ or SERIALIZABLE
+ * transaction took before. Such a transaction's own snapshot would hide a
+ * grant committed after it began (a shared lease beside an exclusive one, a
+ * slot the clearing UPDATE never sees while the probe does) or make its
+ * statements fail with a serialization error where READ COMMITTED follows
+ * the row to its newest version. So dlock_execute runs each statement on a
+ * new latest snapshot, and with the executor's row-level rules of READ
+ * COMMITTED: an UPDATE or a row lock that finds the row changed meanwhile
+ * judges its newest version again (EvalPlanQual) instead of raising a
+ * serialization failure. The caller's own queries keep their snapshot.
+ *
  * Statements decide expiry with clock_timestamp() inside the statement,
  * never now(): now() is the transaction's start, and a lease judged on it
  * could be live for a caller whose transaction began long ago. Because the
@@ -28,9 +42,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 
 #include "dlock.h"
 #include "catalog.h"
@@ -124,6 +140,47 @@ dlock_owner_scope_end(DlockOwnerScope *scope)
 }
 
 /*
+ * Run plan on a new latest snapshot, with READ COMMITTED's row-level rules
+ * (see "One snapshot rule" above); returns SPI_execute_snapshot's result.
+ *
+ * In REPEATABLE READ and SERIALIZABLE the transaction's isolation level is
+ * READ COMMITTED for the statement only, so that the executor follows a row
+ * changed after the snapshot to its newest version rather than fail; it is
+ * set back on every way out. Nothing in the statement may take the
+ * transaction snapshot meanwhile (with a snapshot given, SPI takes none, and
+ * pg_dlock's tables have no triggers or foreign keys); the check after it
+ * makes sure the caller's snapshot is still the one it had. Predicate locks
+ * of a SERIALIZABLE transaction are still taken on what the statement reads.
+ */
+static int
+execute_on_latest(SPIPlanPtr plan, Datum *values, const char *nulls, long count)
+{
+	int			isolation = XactIsoLevel;
+	Snapshot	xact_snapshot = NULL;
+	int			ret;
+
+	if (!IsolationUsesXactSnapshot())
+		return SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+									InvalidSnapshot, false, true, count);
+
+	xact_snapshot = GetTransactionSnapshot();
+	PG_TRY();
+	{
+		XactIsoLevel = XACT_READ_COMMITTED;
+		ret = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+								   InvalidSnapshot, false, true, count);
+	}
+	PG_FINALLY();
+	{
+		XactIsoLevel = isolation;
+	}
+	PG_END_TRY();
+	if (GetTransactionSnapshot() != xact_snapshot)
+		elog(ERROR, "pg_dlock: a statement replaced the transaction snapshot");
+	return ret;
+}
+
+/*
  * Run statement stmt with the given parameters inside the connection the
  * caller opened (dlock_sql_connect); returns the number of rows processed,
  * which dlock_sql_value reads. nulls follows SPI_execute_plan ('n' = NULL).
@@ -141,7 +198,7 @@ dlock_execute(DlockStatement *stmt, Datum *values, const char *nulls, long count
 
 	dlock_owner_scope_begin(&scope);
 	(void) dlock_require_own_schema();
-	ret = SPI_execute_plan(statement_plan(stmt), values, nulls, false, count);
+	ret = execute_on_latest(statement_plan(stmt), values, nulls, count);
 	if (ret < 0)
 		elog(ERROR, "pg_dlock: statement \"%s\" failed: %s",
 			 stmt->sql, SPI_result_code_string(ret));

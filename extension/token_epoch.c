@@ -53,6 +53,7 @@
 #include "miscadmin.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/syscache.h"
 
 #include "dlock.h"
 #include "catalog.h"
@@ -65,9 +66,21 @@
 /*
  * Databases whose epoch shared memory remembers. A database that finds no
  * room is not marked: its fenced grants commit durably, so that it never
- * has to move the epoch at each backend's first grant.
+ * has to move the epoch at each backend's first grant. The entries of
+ * dropped databases are given back when the entries run out
+ * (reclaim_dropped), so only databases that exist hold one: creating and
+ * dropping databases cannot use them up. dlock.test_epoch_entries (tests
+ * only, set at server start) uses fewer of them, so that a test can fill
+ * them.
  */
 #define EPOCH_ENTRIES 1024
+
+static int
+epoch_entries(void)
+{
+	return dlock_test_epoch_entries > 0 ? Min(dlock_test_epoch_entries, EPOCH_ENTRIES) :
+		EPOCH_ENTRIES;
+}
 
 typedef struct EpochEntry
 {
@@ -100,11 +113,22 @@ typedef struct EpochState
 /* without shared memory: the epoch read, kept for the backend's life */
 static EpochState local = {InvalidOid, 0, 0, false};
 
-/* what this transaction recorded, published when it commits */
+/*
+ * What this transaction decided to record: its grants use it. It is
+ * written to dlock.token_epoch only by the first grant that is then
+ * written (dlock_grant_written), so a refused attempt -- also the first of
+ * a server life -- writes nothing, takes no transaction ID and needs no
+ * durable commit; recorded_pending says it is not written yet.
+ */
 static EpochState recorded = {InvalidOid, 0, 0, false};
+static bool recorded_pending = false;
 
-/* the subtransaction that recorded it: undone if that one rolls back */
+/* what this transaction wrote, published when it commits */
+static EpochState written = {InvalidOid, 0, 0, false};
+
+/* the subtransactions that decided and wrote them: undone if those roll back */
 static SubTransactionId recorded_in = InvalidSubTransactionId;
+static SubTransactionId written_in = InvalidSubTransactionId;
 
 Size
 dlock_epoch_shmem_size(void)
@@ -138,9 +162,11 @@ dlock_epoch_shmem_init(void)
 static EpochEntry *
 database_entry(void)
 {
-	for (int i = 0; i < EPOCH_ENTRIES; i++)
+	int			n = epoch_entries();
+
+	for (int i = 0; i < n; i++)
 	{
-		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % EPOCH_ENTRIES];
+		EpochEntry *entry = &epoch_shared->entries[(MyDatabaseId + i) % n];
 
 		if (entry->dbid == MyDatabaseId || entry->dbid == InvalidOid)
 			return entry;
@@ -183,7 +209,39 @@ known_epoch(Oid epoch_table, int32 timeline, EpochState *state)
 }
 
 /*
- * Whether shared memory has room to remember this database's epoch.
+ * Free the entries of databases that no longer exist (their OIDs are not in
+ * pg_database). The OIDs are looked up without the mutex held; an entry is
+ * freed only if it still belongs to the dropped database then. A database
+ * created later with a recycled OID finds an entry of another epoch table
+ * and replaces it, as a new extension in a database does. Called inside a
+ * transaction.
+ */
+static void
+reclaim_dropped(void)
+{
+	int			n = epoch_entries();
+	Oid		   *dbids = palloc(sizeof(Oid) * n);
+
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		dbids[i] = epoch_shared->entries[i].dbid;
+	SpinLockRelease(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		if (OidIsValid(dbids[i]) && dbids[i] != MyDatabaseId &&
+			SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbids[i])))
+			dbids[i] = InvalidOid;	/* still there: keep its entry */
+	SpinLockAcquire(&epoch_shared->mutex);
+	for (int i = 0; i < n; i++)
+		if (OidIsValid(dbids[i]) && dbids[i] != MyDatabaseId &&
+			epoch_shared->entries[i].dbid == dbids[i])
+			memset(&epoch_shared->entries[i], 0, sizeof(EpochEntry));
+	SpinLockRelease(&epoch_shared->mutex);
+	pfree(dbids);
+}
+
+/*
+ * Whether shared memory has room to remember this database's epoch; when
+ * every entry is taken, the entries of dropped databases are freed first.
  */
 static bool
 database_has_entry(void)
@@ -195,6 +253,13 @@ database_has_entry(void)
 	SpinLockAcquire(&epoch_shared->mutex);
 	room = database_entry() != NULL;
 	SpinLockRelease(&epoch_shared->mutex);
+	if (!room)
+	{
+		reclaim_dropped();
+		SpinLockAcquire(&epoch_shared->mutex);
+		room = database_entry() != NULL;
+		SpinLockRelease(&epoch_shared->mutex);
+	}
 	return room;
 }
 
@@ -249,24 +314,45 @@ static DlockStatement epoch_record_stmt = {
 };
 
 /*
- * Add (epoch, fenced) to dlock.token_epoch in this transaction, which must
- * then commit durably; published when it commits. Caller is connected
- * (dlock_sql_connect).
+ * Decide to add (epoch, fenced) to dlock.token_epoch in this transaction:
+ * the grants of the transaction use it from now on, and the first one
+ * written writes it (write_recorded_epoch); the transaction must then
+ * commit durably, and publishes it when it commits.
  */
 static void
 record_epoch(Oid epoch_table, int32 timeline, int32 epoch, bool fenced)
 {
-	Datum		values[5] = {Int64GetDatum((int64) GetSystemIdentifier()),
-		Int32GetDatum(timeline), Int32GetDatum(epoch), BoolGetDatum(fenced),
-	Int64GetDatum(this_life())};
-
-	(void) dlock_execute(&epoch_record_stmt, values, NULL, 0);
-	dlock_require_durable_commit();
 	recorded.epoch_table = epoch_table;
 	recorded.timeline = timeline;
 	recorded.epoch = epoch;
 	recorded.fenced = fenced;
+	recorded_pending = true;
 	recorded_in = GetCurrentSubTransactionId();
+}
+
+/*
+ * A grant decided on the epoch recorded in this transaction was written:
+ * write the epoch's row too, if not written yet, and commit durably.
+ */
+static void
+write_recorded_epoch(void)
+{
+	Datum		values[5];
+
+	if (!recorded_pending || !OidIsValid(recorded.epoch_table))
+		return;
+	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[1] = Int32GetDatum(recorded.timeline);
+	values[2] = Int32GetDatum(recorded.epoch);
+	values[3] = BoolGetDatum(recorded.fenced);
+	values[4] = Int64GetDatum(this_life());
+	dlock_sql_connect();
+	(void) dlock_execute(&epoch_record_stmt, values, NULL, 0);
+	dlock_sql_finish();
+	dlock_require_durable_commit();
+	recorded_pending = false;
+	written = recorded;
+	written_in = GetCurrentSubTransactionId();
 }
 
 /* the newest epoch, with the server life that marked it fenced if one did */
@@ -311,10 +397,13 @@ start_life(Oid epoch_table, int32 timeline, EpochState *state)
 		/* marking refuses the last epoch, so there is a next one */
 		state->epoch++;
 		state->fenced = false;
-		record_epoch(epoch_table, timeline, state->epoch, false);
+		record_epoch(epoch_table, timeline, state->epoch, false);	/* written with the grant */
 	}
 	else
+	{
+		(void) database_has_entry();	/* room for it, if dropped databases left any */
 		publish(state);
+	}
 	dlock_sql_finish();
 }
 
@@ -333,7 +422,7 @@ mark_fenced(EpochState *state)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("dlock.durability = fenced is not available in this database"),
 				 errdetail("pg_dlock's shared memory remembers the token epochs of %d databases, all in use; the grant commits durably.",
-						   EPOCH_ENTRIES)));
+						   epoch_entries())));
 		return false;
 	}
 	if (state->epoch >= DLOCK_EPOCHS - 1)
@@ -346,9 +435,7 @@ mark_fenced(EpochState *state)
 				 errhint("The epochs start again on a new timeline, after a failover.")));
 		return false;
 	}
-	dlock_sql_connect();
-	record_epoch(state->epoch_table, state->timeline, state->epoch, true);
-	dlock_sql_finish();
+	record_epoch(state->epoch_table, state->timeline, state->epoch, true);	/* written with the grant */
 	state->fenced = true;
 	return true;
 }
@@ -445,6 +532,7 @@ dlock_grant_prepare_durable(DlockGrantCommit *commit)
 void
 dlock_grant_written(const DlockGrantCommit *commit)
 {
+	write_recorded_epoch();
 	dlock_lease_written(commit->writes_only, !commit->fenced);
 }
 
@@ -458,14 +546,18 @@ dlock_epoch_xact_end(XactEvent event)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (OidIsValid(recorded.epoch_table))
-				publish(&recorded);
+			if (OidIsValid(written.epoch_table))
+				publish(&written);
 			recorded.epoch_table = InvalidOid;
+			written.epoch_table = InvalidOid;
+			recorded_pending = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			recorded.epoch_table = InvalidOid;
+			written.epoch_table = InvalidOid;
+			recorded_pending = false;
 			break;
 		default:
 			break;
@@ -479,9 +571,20 @@ dlock_epoch_xact_end(XactEvent event)
 void
 dlock_epoch_subxact_end(SubXactEvent event, SubTransactionId subxid)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB && OidIsValid(recorded.epoch_table) &&
-		recorded_in >= subxid)
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (OidIsValid(recorded.epoch_table) && recorded_in >= subxid)
+	{
 		recorded.epoch_table = InvalidOid;
+		recorded_pending = false;
+	}
+	if (OidIsValid(written.epoch_table) && written_in >= subxid)
+	{
+		written.epoch_table = InvalidOid;
+		/* what the transaction decided was undone with it: decide again */
+		recorded.epoch_table = InvalidOid;
+		recorded_pending = false;
+	}
 }
 
 /*

@@ -1,6 +1,10 @@
 // session.cpp -- the library's own connections, and how a call is sent on one.
 #include "session.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -210,14 +214,40 @@ bool session::transaction_pooled() {
     return m_pooling == dlock::pooling::transaction;
 }
 
+namespace {
+
+// The TCP port this end of conn has, as an SQL literal, or NULL when it is
+// no TCP connection (a Unix-domain socket).
+std::string local_port_literal(PGconn* conn) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    const int fd = PQsocket(conn);
+    if (fd < 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "-1";
+    if (address.ss_family == AF_INET) return std::to_string(ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port));
+    if (address.ss_family == AF_INET6)
+        return std::to_string(ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port));
+    return "NULL";
+}
+
+} // namespace
+
 void session::settle() {
     if (m_pooling == dlock::pooling::transaction || m_settled) return;
     // set_config(..., false) is SET; the settings are made only when a row comes
     // back. With pooling::detect the WHERE clause, checked before them, makes
-    // them only on the server process libpq connected to.
+    // them only on a server process whose own client is this very socket: the
+    // process id libpq was told at connect (a pooler in between hands out its
+    // own) and the peer port the server sees, which is this end's port on a
+    // direct TCP connection and none on a direct Unix-domain one. A pooler or
+    // proxy that passes the server's process id through still connects from
+    // a port of its own. (Anything in between that changes the port, such as
+    // NAT, is taken for a pooler too: self-contained calls, which are always
+    // right. Only a pooler on Unix-domain sockets at both ends that passes the
+    // process id through still looks direct: say pooling::transaction there.)
     std::string text = settings_select(m_statement_timeout, m_durability, false);
     if (m_pooling == dlock::pooling::detect)
-        text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn));
+        text += " WHERE pg_catalog.pg_backend_pid() = " + std::to_string(PQbackendPID(m_conn)) +
+                " AND pg_catalog.inet_client_port() IS NOT DISTINCT FROM " + local_port_literal(m_conn);
     if (exec_simple(text).empty()) {
         m_pooling = dlock::pooling::transaction; // a pooler is in between: self-contained calls from now on
         return;

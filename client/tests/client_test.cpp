@@ -2,10 +2,19 @@
 // deadlines, typed errors and metrics, against a real pg_dlock server.
 #include <dlock/dlock.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
+#include <thread>
+#include <vector>
 
 #include "dlock_testing.hpp"
 
@@ -200,6 +209,123 @@ TEST_F(client_test, a_pooled_call_is_one_round_trip_that_carries_its_own_stateme
     EXPECT_NE(query.find("pg_catalog.set_config('client_connection_check_interval', '1000', true);"), std::string::npos)
         << query;
     EXPECT_NE(query.find("dlock.acquire("), std::string::npos) << query;
+    EXPECT_EQ(held->release(), dlock::outcome::done);
+    EXPECT_TRUE(waiting.get().valid());
+}
+
+// A TCP forwarder on 127.0.0.1 to the test server (PGHOST, PGPORT) that
+// passes every byte both ways, the server's process id in BackendKeyData
+// included: what a pooler that passes the real process id through looks
+// like to a client. Each connection is served by a thread of its own until
+// either side closes it or the forwarder is destroyed.
+class forwarder {
+public:
+    forwarder() {
+        m_listener = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof(address);
+        if (m_listener < 0 || bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+            listen(m_listener, 4) != 0 ||
+            getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+            throw std::runtime_error("forwarder: cannot listen");
+        m_port = ntohs(address.sin_port);
+        m_thread = std::thread([this] { serve(); });
+    }
+    forwarder(const forwarder&) = delete;
+    forwarder& operator=(const forwarder&) = delete;
+    ~forwarder() {
+        m_stop = true;
+        shutdown(m_listener, SHUT_RDWR);
+        m_thread.join();
+        for (auto& t : m_connections)
+            t.join();
+        close(m_listener);
+    }
+    [[nodiscard]] int port() const noexcept { return m_port; }
+
+private:
+    static int connect_to_server() {
+        addrinfo hints{};
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        const char* host = std::getenv("PGHOST");
+        const char* port = std::getenv("PGPORT");
+        if (getaddrinfo(host != nullptr ? host : "127.0.0.1", port != nullptr ? port : "5432", &hints, &found) != 0)
+            return -1;
+        const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+        if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+            close(fd);
+            freeaddrinfo(found);
+            return -1;
+        }
+        freeaddrinfo(found);
+        return fd;
+    }
+
+    void serve() {
+        while (!m_stop) {
+            pollfd listening{m_listener, POLLIN, 0};
+            if (poll(&listening, 1, 100) <= 0) continue;
+            const int client = accept(m_listener, nullptr, nullptr);
+            if (client < 0) continue;
+            m_connections.emplace_back([this, client] {
+                const int server = connect_to_server();
+                if (server >= 0) pump(client, server);
+                close(client);
+                if (server >= 0) close(server);
+            });
+        }
+    }
+
+    // Copies bytes both ways until either side closes or the forwarder stops.
+    void pump(int a, int b) {
+        char buffer[8192];
+        while (!m_stop) {
+            pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+            if (poll(fds, 2, 100) <= 0) continue;
+            for (int i = 0; i < 2; ++i) {
+                if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+                const ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
+                if (n <= 0) return;
+                for (ssize_t sent = 0; sent < n;) {
+                    const ssize_t w = write(fds[1 - i].fd, buffer + sent, static_cast<size_t>(n - sent));
+                    if (w <= 0) return;
+                    sent += w;
+                }
+            }
+        }
+    }
+
+    int m_listener = -1;
+    int m_port = 0;
+    std::atomic<bool> m_stop{false};
+    std::thread m_thread;
+    std::vector<std::thread> m_connections; // only the accepting thread adds to it
+};
+
+// pooling::detect through something that passes the server's process id
+// through (the forwarder above): it is taken for a pooler, so the client
+// sends self-contained calls with the lock name among their literals and
+// leaves no session settings behind -- not the prepared statements of a
+// direct connection, which a transaction pooler of that kind would leak to
+// other clients. (A pooler that made up its own process id was always found.)
+TEST_F(client_test, detect_takes_a_proxy_that_passes_the_process_id_through_for_a_pooler) {
+    if (dlock_testing::through_transaction_pooler()) GTEST_SKIP() << "the forwarder leads to the server itself";
+    forwarder proxy;
+    const auto name = unique_name("pid-passed");
+    dlock::client holder;
+    auto held = holder.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(held.has_value());
+    dlock::client_options co;
+    co.connection_string = "host=127.0.0.1 port=" + std::to_string(proxy.port());
+    co.wait_mode = dlock::wait_mode::server; // by name: shows the query the server runs
+    dlock::client c{co};
+    auto waiting = std::async(std::launch::async, [&] { return c.acquire(name, 5s, ttl(30s)); });
+    const std::string query = waiting_query(name, name);
+    EXPECT_EQ(query.rfind("SELECT pg_catalog.set_config('statement_timeout', '", 0), 0u)
+        << "a prepared call: the forwarder was taken for a direct connection: " << query;
     EXPECT_EQ(held->release(), dlock::outcome::done);
     EXPECT_TRUE(waiting.get().valid());
 }

@@ -168,6 +168,23 @@ promote_after_missed_grants() {
 		sleep 0.1
 	done
 	standby_refused=$(on "$standby_port" -c "SELECT dlock.try_acquire('recovery:failover', '1 minute')" 2>&1)
+	# every function that issues a token refuses before it reads the
+	# timeline or the token epoch: 25006 and a message saying why
+	local call out
+	standby_unclear=
+	for call in "dlock.try_acquire('recovery:standby', '1 minute')" \
+		"dlock.acquire('recovery:standby', '1 minute', '1 second')" \
+		"dlock.try_acquire_shared('recovery:standby', '1 minute')" \
+		"dlock.acquire_shared('recovery:standby', '1 minute', '1 second')" \
+		"dlock.try_acquire_permit('recovery:standby', 2, '1 minute')" \
+		"dlock.acquire_permit('recovery:standby', 2, '1 minute', '1 second')" \
+		"dlock.downgrade('recovery:failover', gen_random_uuid())" \
+		"dlock.try_acquire_all(ARRAY['recovery:a', 'recovery:b'], '1 minute')" \
+		"dlock.acquire_all(ARRAY['recovery:a', 'recovery:b'], '1 minute', '1 second')"; do
+		out=$(on "$standby_port" -c '\set VERBOSITY verbose' -c "SELECT * FROM $call" 2>&1)
+		grep -q "ERROR:  25006: cannot [a-z]* lock \".*\" during recovery" <<<"$out" ||
+			standby_unclear+="$call: $out"$'\n'
+	done
 	# grants the standby never receives: it is down while they happen
 	"$cluster" stop "$standby_dir"
 	missed=$(grant_many "$primary_port" recovery:failover 5)
@@ -182,6 +199,9 @@ promote_after_missed_grants() {
 promote_after_missed_grants off
 echo "async failover: highest token on the old primary $missed, first token on the promoted standby $promoted ($((promoted >> 40)) in the timeline bits)"
 check "a standby refuses to grant leases (25006)" grep -q "during recovery" <<<"$standby_refused"
+[ -n "$standby_unclear" ] && printf '%s' "$standby_unclear"
+check "a standby refuses every token-issuing function, downgrade and lock sets too, with 25006 before touching the timeline" \
+	test -z "$standby_unclear"
 check "token after async failover is above every token of the old primary" test "$promoted" -gt "$missed"
 check "token after failover carries the new timeline" test $((promoted >> 40)) -ge 2
 

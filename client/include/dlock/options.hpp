@@ -64,7 +64,11 @@ enum class wait_mode {
 enum class pooling {
     /// Found out on each new connection: a direct one when the server process
     /// serving it has the process id libpq was told at connect (a pooler in
-    /// between hands out its own), otherwise as transaction.
+    /// between hands out its own) and sees this connection's own port as its
+    /// client's (a pooler or proxy that passes the process id through
+    /// connects from a port of its own; NAT looks the same), otherwise as
+    /// transaction. A pooler on Unix-domain sockets at both ends that passes
+    /// the process id through cannot be told apart: say transaction there.
     detect,
     /// A direct connection or session pooling: each connection prepares the
     /// library's statements by name once and keeps statement_timeout and
