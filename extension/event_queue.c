@@ -569,6 +569,7 @@ send_batch(StringInfo batch, int count)
 			payload += strlen(payload) + 1;
 		}
 		CommitTransactionCommand();
+		dlock_signal_listeners();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		dlock_count(STAT_EVENTS_SENT, count);
 	}

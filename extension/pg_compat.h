@@ -120,7 +120,25 @@ dlock_request_shmem(dlock_shmem_request_fn *prev, dlock_shmem_request_fn fn)
 #endif
 }
 
-/* Reserve a GUC prefix: MarkGUCPrefixReserved from 15 on */
+/*
+ * After a transaction that sent notifications has committed, outside any
+ * transaction: signal the listening backends. From 15 on the commit does it;
+ * before, the process must (ProcessCompletedNotifies, as PostgresMain calls
+ * it), or a background worker's notifications wait in the queue until
+ * something else wakes the listeners.
+ */
+#if PG_VERSION_NUM >= 150000
+#define dlock_signal_listeners() ((void) 0)
+#else
+#include "commands/async.h"
+#define dlock_signal_listeners() ProcessCompletedNotifies()
+#endif
+
+/*
+ * Reserve a GUC prefix: MarkGUCPrefixReserved from 15 on. Before 15 an
+ * unknown dlock.* setting can still be set (a placeholder); this only warns
+ * of the ones set before the library was loaded.
+ */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
