@@ -208,7 +208,7 @@ dlock_catalog(void)
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		RelationGetDescr(rel)->natts < DLOCK_LOCK_NATTS)
 		catalog_missing("table \"distributed_lock\" as a heap table with its columns");
-	catalog.lock_index = RelationGetPrimaryKeyIndex(rel);
+	catalog.lock_index = dlock_primary_key_index(rel);
 	if (OidIsValid(catalog.lock_index) && list_length(RelationGetIndexList(rel)) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

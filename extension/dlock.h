@@ -23,6 +23,8 @@
 #include "utils/relcache.h"
 #include "utils/uuid.h"
 
+#include "pg_compat.h"
+
 /*
  * SQLSTATE class "PD": pg_dlock's own conditions. The class is in the range
  * the SQL standard leaves to implementations (first character 5-9 or I-Z).

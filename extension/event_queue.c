@@ -70,7 +70,6 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "stats.h"
@@ -164,9 +163,7 @@ static bool sender_connected = false;
 static uint64 sender_cursor = 0;	/* this database's records before it are
 									 * done */
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
+static dlock_shmem_request_fn prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static Size
@@ -572,6 +569,7 @@ send_batch(StringInfo batch, int count)
 			payload += strlen(payload) + 1;
 		}
 		CommitTransactionCommand();
+		dlock_signal_listeners();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		dlock_count(STAT_EVENTS_SENT, count);
 	}
@@ -719,10 +717,8 @@ dlock_event_sender_main(Datum main_arg)
 static void
 queue_shmem_request(void)
 {
-#if PG_VERSION_NUM >= 150000
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(queue_shmem_size());
 	RequestNamedLWLockTranche("pg_dlock event queue", 1);
 }
@@ -767,12 +763,7 @@ dlock_event_queue_init(void)
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = queue_shmem_request;
-#else
-	queue_shmem_request();
-#endif
+	dlock_request_shmem(&prev_shmem_request_hook, queue_shmem_request);
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = queue_shmem_startup;
 }

@@ -61,7 +61,6 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "schema.h"
@@ -101,9 +100,7 @@ static int	maintenance_interval_secs = 0;
 static int	reap_idle_for_secs = 86400;
 static int	audit_retention_secs = 0;
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
+static dlock_shmem_request_fn prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /*
@@ -621,10 +618,8 @@ dlock_expiry_launcher_main(Datum main_arg)
 static void
 expiry_shmem_request(void)
 {
-#if PG_VERSION_NUM >= 150000
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(MAXALIGN(sizeof(ExpiryWorkerShared)));
 }
 
@@ -702,12 +697,7 @@ dlock_expiry_worker_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = expiry_shmem_request;
-#else
-	expiry_shmem_request();
-#endif
+	dlock_request_shmem(&prev_shmem_request_hook, expiry_shmem_request);
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = expiry_shmem_startup;
 

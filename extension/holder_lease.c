@@ -89,7 +89,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "args.h"
@@ -228,7 +227,7 @@ scan_name_rows(Oid relid, text *lock_name, void (*fn) (HeapTuple tuple, TupleDes
 	HeapTuple	tuple;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, PointerGetDatum(lock_name));
-	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 1, &key);
+	scan = systable_beginscan(rel, dlock_primary_key_index(rel), true, snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 		fn(tuple, RelationGetDescr(rel), arg);
 	systable_endscan(scan);

@@ -154,8 +154,8 @@ require_pin_privilege(text *lock_name)
 		assert_holds_oid = dlock_own_function("assert_holds", 2, argtypes, true);
 		generation = dlock_catalog()->generation;
 	}
-	if (pg_proc_aclcheck(holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK ||
-		pg_proc_aclcheck(assert_holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK)
+	if (dlock_proc_aclcheck(holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK ||
+		dlock_proc_aclcheck(assert_holds_oid, user, ACL_EXECUTE) == ACLCHECK_OK)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

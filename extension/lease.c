@@ -44,7 +44,6 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "args.h"

@@ -67,7 +67,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "args.h"
@@ -180,7 +179,7 @@ copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
 static bool
 block_exists(Relation rel, BlockNumber block)
 {
-	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
+	BlockNumber known = dlock_known_nblocks(rel);
 
 	if (known != InvalidBlockNumber && block < known)
 		return true;
@@ -205,7 +204,7 @@ read_remembered_row(DlockRows *rows, text *lock_name, Snapshot snapshot, DlockRo
 		!block_exists(rows->rel, ItemPointerGetBlockNumber(&entry->tid)))
 		return false;
 	tuple.t_self = entry->tid;
-	if (heap_fetch(rows->rel, snapshot, &tuple, &buffer, true))
+	if (dlock_heap_fetch_keep(rows->rel, snapshot, &tuple, &buffer))
 	{
 		bool		isnull;
 		Datum		name = heap_getattr(&tuple, Anum_lock_name, RelationGetDescr(rows->rel), &isnull);
@@ -251,7 +250,7 @@ dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row)
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   rows->index->rd_indcollation[0], F_TEXTEQ,
 						   PointerGetDatum(lock_name));
-	scan = index_beginscan(rows->rel, rows->index, snapshot, 1, 0);
+	scan = dlock_index_beginscan(rows->rel, rows->index, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
@@ -450,7 +449,7 @@ dlock_tuple_wait(Relation rel, ItemPointer tid, TimestampTz deadline)
 static bool
 xact_ended(void *arg)
 {
-	return ConditionalXactLockTableWait(*(TransactionId *) arg);
+	return dlock_xact_ended(*(TransactionId *) arg);
 }
 
 /*
@@ -476,8 +475,8 @@ insert_index_entry(DlockRows *rows, HeapTuple tuple, Datum *values, bool *nulls,
 
 	/* the key is the lock_name column itself */
 	Assert(info->ii_NumIndexAttrs == 1 && info->ii_IndexAttrNumbers[0] == 1);
-	(void) index_insert(rows->index, &values[0], &nulls[0], &tuple->t_self,
-						rows->rel, UNIQUE_CHECK_YES, unchanged, info);
+	(void) dlock_index_insert(rows->index, &values[0], &nulls[0], &tuple->t_self,
+							  rows->rel, UNIQUE_CHECK_YES, unchanged, info);
 }
 
 /*
@@ -495,8 +494,8 @@ update_version(DlockRows *rows, DlockRow *row)
 	LockTupleMode lockmode;
 	TM_Result	result;
 
-	result = heap_update(rows->rel, &row->tid, tuple, GetCurrentCommandId(true),
-						 InvalidSnapshot, true, &tmfd, &lockmode);
+	result = dlock_heap_update(rows->rel, &row->tid, tuple, GetCurrentCommandId(true),
+							   InvalidSnapshot, true, &tmfd, &lockmode);
 	if (result == TM_Ok)
 	{
 		if (!HeapTupleIsHeapOnly(tuple))

@@ -108,7 +108,7 @@ set_call_prepare(SetFunction which, SetCall *call)
 	call->nargs = set_functions[which].nargs;
 	fn = dlock_own_function(set_functions[which].name, call->nargs, set_functions[which].argtypes,
 							 false);
-	acl = pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
+	acl = dlock_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
 	InvokeFunctionExecuteHook(fn);

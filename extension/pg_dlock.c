@@ -37,10 +37,6 @@
 
 PG_MODULE_MAGIC;
 
-#if PG_VERSION_NUM < 150000
-#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
-#endif
-
 int			dlock_max_ttl_seconds = 86400;
 int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
@@ -64,9 +60,7 @@ static const struct config_enum_entry durability_options[] = {
 	{NULL, 0, false}
 };
 
-#if PG_VERSION_NUM >= 150000
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
+static dlock_shmem_request_fn prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
@@ -130,10 +124,8 @@ dlock_subxact_end(SubXactEvent event, SubTransactionId subxid,
 static void
 dlock_shmem_request(void)
 {
-#if PG_VERSION_NUM >= 150000
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(add_size(add_size(add_size(dlock_stats_shmem_size(),
 													  dlock_wait_shmem_size()),
 											 dlock_policy_shmem_size()),
@@ -282,12 +274,7 @@ if (process_shared_preload_libraries_in_progress)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = dlock_shmem_request;
-#else
-	dlock_shmem_request();
-#endif
+	dlock_request_shmem(&prev_shmem_request_hook, dlock_shmem_request);
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = dlock_shmem_startup;
 }

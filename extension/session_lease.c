@@ -78,7 +78,7 @@ static int	nbound_names = 0;
 static int
 session_slots(void)
 {
-	return MaxBackends;
+	return dlock_max_backends();
 }
 
 Size
@@ -124,7 +124,7 @@ dlock_session_check_usable(void)
 				 errmsg("session-bound leases need pg_dlock in shared_preload_libraries"),
 				 errhint("Add pg_dlock to shared_preload_libraries and restart the server.")));
 	if (!AmRegularBackendProcess() || MyProc == NULL ||
-		MyProc->pgprocno < 0 || MyProc->pgprocno >= session_shared->nslots)
+		dlock_my_procno() < 0 || dlock_my_procno() >= session_shared->nslots)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot take a session-bound lease in a %s process",
@@ -166,7 +166,7 @@ dlock_session_bind(text *lock_name)
 
 	if (my_session_id == 0)
 	{
-		SessionSlot *slot = &session_shared->slots[MyProc->pgprocno];
+		SessionSlot *slot = &session_shared->slots[dlock_my_procno()];
 		uint64		random_part;
 
 		do
@@ -180,7 +180,7 @@ dlock_session_bind(text *lock_name)
 		} while (random_part == 0);
 
 		SpinLockAcquire(&slot->mutex);
-		slot->session_id = (random_part << PROCNO_BITS) | (uint64) MyProc->pgprocno;
+		slot->session_id = (random_part << PROCNO_BITS) | (uint64) dlock_my_procno();
 		slot->registered_at = GetCurrentTimestamp();
 		slot->ended_at = 0;
 		SpinLockRelease(&slot->mutex);

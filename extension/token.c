@@ -47,11 +47,7 @@ dlock_token_timeline(void)
 {
 	if (dlock_test_ignore_timeline)
 		return 1;
-#if PG_VERSION_NUM >= 150000
-	return (int32) GetWALInsertionTimeLine();
-#else
-	return (int32) ThisTimeLineID;
-#endif
+	return (int32) dlock_wal_insert_timeline();
 }
 
 /* The per-name counter part of a token */

@@ -82,18 +82,6 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-#if PG_VERSION_NUM >= 140000
-#include "utils/wait_event.h"
-#else
-#include "pgstat.h"
-#endif
-#if PG_VERSION_NUM >= 150000
-#include "common/pg_prng.h"
-#else
-#include "postmaster/autovacuum.h"
-#include "postmaster/bgworker_internals.h"
-#include "replication/walsender.h"
-#endif
 
 #include "dlock.h"
 #include "args.h"
@@ -391,7 +379,7 @@ static void
 join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holder)
 {
 	static bool exit_callback_registered = false;
-	int			index = MyProc->pgprocno;
+	int			index = dlock_my_procno();
 	const char *name = VARDATA_ANY(lock_name);
 	int			len = VARSIZE_ANY_EXHDR(lock_name);
 	Waiter	   *w;
@@ -708,11 +696,7 @@ random_between(int64 low, int64 high)
 {
 	if (high <= low)
 		return low;
-#if PG_VERSION_NUM >= 150000
-	return (int64) pg_prng_uint64_range(&pg_global_prng_state, low, high);
-#else
-	return low + random() % (high - low + 1);
-#endif
+	return dlock_random_range(low, high);
 }
 
 /*
@@ -1177,13 +1161,7 @@ dlock_wait_subxact_end(SubXactEvent event)
 static int
 queue_entries(void)
 {
-#if PG_VERSION_NUM >= 150000
-	return MaxBackends;
-#else
-	/* MaxBackends is not known yet when the space is requested */
-	return MaxConnections + autovacuum_max_workers + 1 +
-		max_worker_processes + max_wal_senders;
-#endif
+	return dlock_max_backends();
 }
 
 Size

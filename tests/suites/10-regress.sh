@@ -16,5 +16,11 @@ if [ "$status" -ne 0 ]; then
 	[ "$failed" -eq 0 ] && { tail -n 20 "$log"; failed=1; }
 fi
 rm -f "$log"
+# arguments_1.out is the output of PostgreSQL 13 and 14 only (no reserved
+# prefix of settings before 15: 13-pg-versions); 15 must match arguments.out
+if [ -f results/arguments.out ] && ! diff -w -q regress/expected/arguments.out results/arguments.out >/dev/null; then
+	echo "FAILED  arguments matched arguments_1.out, the output of PostgreSQL 13 and 14 only"
+	failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
