@@ -193,4 +193,164 @@ for scripts in old new; do
 done
 use_scripts sql_edition "$share17"
 
+# two databases side by side: 1.4.2 (the negative controls) and 1.5
+for v in 1.4.2 1.5; do
+	owner_database "v${v//./_}" $owner >/dev/null
+	AS=$owner q "v${v//./_}" "CREATE EXTENSION pg_dlock_sql VERSION '$v'" >/dev/null
+done
+old=v1_4_2
+new=v1_5
+
+# --- 3. one snapshot rule --------------------------------------------------------------
+for level in "READ COMMITTED" "REPEATABLE READ" "SERIALIZABLE"; do
+	tag=iso-${level// /-}
+	want=0A000
+	[ "$level" = "READ COMMITTED" ] && want=ok
+	AS=$owner q $new "SELECT dlock.try_acquire('$tag:down', '1 minute', '00000000-0000-0000-0000-0000000000d1')" >/dev/null
+	got=""
+	for call in "dlock.try_acquire('$tag:ex', '1 minute')" \
+		"dlock.try_acquire_shared('$tag:sh', '1 minute')" \
+		"dlock.try_acquire_permit('$tag:pe', 2, '1 minute')" \
+		"dlock.try_acquire_all(ARRAY['$tag:m1', '$tag:m2'], '1 minute')" \
+		"dlock.acquire('$tag:aex', '1 minute', '0')" \
+		"dlock.downgrade('$tag:down', '00000000-0000-0000-0000-0000000000d1')"; do
+		got="$got $(AS=$app sqlstate $new "BEGIN ISOLATION LEVEL $level" "SELECT $call" "COMMIT")"
+	done
+	held=$(AS=$app q $new "SELECT count(*) FROM dlock.lock_holders WHERE lock_name LIKE '$tag:%' AND lock_name <> '$tag:down'")
+	if [ "$want" = ok ]; then
+		check "$level: an exclusive, shared, permit, multi-lock and bounded grant and a downgrade are granted ($got; $held live)" \
+			test "$got $held" = " ok ok ok ok ok ok 6"
+	else
+		check "$level: each kind of grant and a downgrade is refused with 0A000 and leaves no lease ($got; $held live)" \
+			test "$got $held" = " 0A000 0A000 0A000 0A000 0A000 0A000 0"
+	fi
+done
+msg=$(AS=$app psql -X -q -At -U $app -d $new -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SELECT dlock.try_acquire('iso:msg', '1 minute')" 2>&1)
+echo "    $msg" | head -n 1
+# the finding: a REPEATABLE READ snapshot taken before a shared grant, then an exclusive grant
+for db in $old $new; do
+	(sleep 0.5; AS=$app q $db "SELECT dlock.try_acquire_shared('rr:n', '5 minutes')" >/dev/null) &
+	AS=$app sqlstate $db "BEGIN ISOLATION LEVEL REPEATABLE READ" "SELECT 1" "SELECT pg_sleep(1.5)" \
+		"SELECT dlock.try_acquire('rr:n', '5 minutes')" "COMMIT" >"$scratch/rr-$db.state"
+	wait
+	both=$(AS=$app q $db "SELECT count(*) || ' ' || count(DISTINCT fencing_token) FROM dlock.lock_holders WHERE lock_name = 'rr:n'")
+	if [ $db = $old ]; then
+		check "negative control: 1.4.2 grants an exclusive lease beside a live shared one from a REPEATABLE READ snapshot (live, distinct tokens: $both)" \
+			test "${both%% *}" = 2
+	else
+		check "1.5 refuses it ($(cat "$scratch/rr-$db.state")); one lease live ($both)" test "$(cat "$scratch/rr-$db.state") $both" = "0A000 1 1"
+	fi
+done
+
+# --- 4. a refusal leaves nothing: the loser of a new name's creation ------------------------
+# S1 creates the name and holds its transaction open; S2 waits for the kind
+# lock, finds the name taken and is refused; in S2's still open transaction:
+# its token, its advisory locks, whether it has a transaction ID.
+race() { # DB KIND NAME
+	(AS=$app q "$1" "BEGIN" "SELECT dlock.try_acquire('$3', '1 minute')" "SELECT pg_sleep(1.2)" "COMMIT" >/dev/null) &
+	sleep 0.4
+	AS=$app q "$1" "BEGIN" \
+		"SELECT coalesce((dlock.$2('$3', '1 minute')).fencing_token::text, 'refused')" \
+		"SELECT count(*) || ' advisory, xid ' || coalesce(pg_current_xact_id_if_assigned()::text, 'none') FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()" \
+		"COMMIT" | tr '\n' ' '
+	wait
+}
+for kind in try_acquire try_acquire_shared; do
+	r_old=$(race $old $kind "race:$kind")
+	r_new=$(race $new $kind "race:$kind")
+	check "negative control: 1.4.2's $kind refused after losing the race keeps the kind lock or a transaction ID ($r_old)" \
+		bash -c "[[ '$r_old' == refused* ]] && [[ '$r_old' != *'0 advisory, xid none'* ]]"
+	check "1.5's $kind refused after losing the race keeps neither ($r_new)" test "$r_new" = "refused 0 advisory, xid none "
+done
+
+# --- 5. the kind lock's key: no other role can take it ------------------------------------
+for db in $old $new; do
+	(AS=$app q $db "SELECT pg_advisory_lock((hashtext('pg_dlock kind lock')::bigint << 32) | (hashtext('stall:n')::bigint & 4294967295))" \
+		"SELECT pg_sleep(2.5)" >/dev/null) &
+	sleep 0.5
+	st=$(AS=$owner sqlstate $db "SET statement_timeout = '1s'" "SELECT dlock.try_acquire('stall:n', '1 minute')")
+	wait
+	if [ $db = $old ]; then
+		check "negative control: on 1.4.2 a PUBLIC role holding the documented key stalls the grant (57014, got $st)" test "$st" = 57014
+	else
+		check "on 1.5 it does not (got $st)" test "$st" = ok
+	fi
+done
+seed=$(AS=$app sqlstate $new "SELECT seed FROM dlock.kind_lock_seed")
+check "a PUBLIC role cannot read the key's seed (42501, got $seed)" test "$seed" = 42501
+
+# --- 6. 'infinity' (PostgreSQL 17) ----------------------------------------------------------
+for db in $old $new; do
+	i1=$(AS=$app sqlstate $db "SELECT dlock.acquire('inf', '1 minute', 'infinity')")
+	i2=$(AS=$app sqlstate $db "SELECT dlock.try_acquire('inf', '1 minute', max_hold => 'infinity')")
+	i3=$(AS=$app sqlstate $db "SELECT dlock.acquire_shared('inf2', '1 minute', 'infinity')")
+	if [ $db = $old ]; then
+		check "negative control: 1.4.2 on PostgreSQL 17 gives 22003 for an infinite wait or max_hold ($i1 $i2 $i3)" test "$i1 $i2" = "22003 22003"
+	else
+		check "1.5 refuses an infinite wait or max_hold with 22023 ($i1 $i2 $i3)" test "$i1 $i2 $i3" = "22023 22023 22023"
+	fi
+done
+
+# --- 7. durable grants whose transaction lowers synchronous_commit --------------------------
+# 40 names per database, granted and released durably after a checkpoint
+# (their pages written once); then each granted in a transaction that sets
+# synchronous_commit = off after the grant; then an immediate stop. 1.5
+# first: its synchronous commits would flush 1.4.2's asynchronous ones.
+names="SELECT 'dur:' || i AS n FROM generate_series(1, 40) i"
+for db in $new $old; do
+	AS=$owner q $db "SELECT count(dlock.release(n, (dlock.try_acquire(n, '1 hour')).owner_token)) FROM ($names) s" >/dev/null
+done
+q postgres "CHECKPOINT" >/dev/null
+for db in $new $old; do
+	AS=$owner q $db "SELECT count(dlock.release(n, (dlock.try_acquire(n, '1 hour')).owner_token)) FROM ($names) s" >/dev/null
+done
+for db in $new $old; do
+	{
+		for i in $(seq 1 40); do
+			printf "BEGIN;\nSELECT dlock.try_acquire('dur:%s', '1 hour') IS NOT NULL;\nSET LOCAL synchronous_commit = off;\nCOMMIT;\n" "$i"
+		done
+	} | psql -X -q -At -U $owner -d $db | grep -c '^t$' >"$scratch/dur-$db.granted"
+done
+stop_server "$bin17" "$scratch/pg17" immediate
+as_postgres "$bin17/pg_ctl" -D "$scratch/pg17/data" -l "$scratch/pg17/server.log" -w -t 60 start >/dev/null
+for db in $new $old; do
+	kept=$(AS=$owner q $db "SELECT count(*) FROM dlock.lock_holders WHERE lock_name LIKE 'dur:%'")
+	if [ $db = $old ]; then
+		check "negative control: 1.4.2 lost grants of $(cat "$scratch/dur-$db.granted") in the crash (kept $kept)" test "$kept" -lt "$(cat "$scratch/dur-$db.granted")"
+	else
+		check "1.5 kept every grant of $(cat "$scratch/dur-$db.granted") through the crash (kept $kept)" test "$kept" = 40 -a "$(cat "$scratch/dur-$db.granted")" = 40
+	fi
+done
+stop_server "$bin17" "$scratch/pg17" fast
+
+# --- 8. pg_dump keeps the settings and the reap floor's sequence ----------------------------
+if bin14=$(scripts/npm-postgres.sh bindir 14) && share14=$(scripts/npm-postgres.sh sharedir 14) &&
+	use_scripts sql_edition "$share14" && start_server "$bin14" "$scratch/pg14" "$port14"; then
+	export PGPORT=$port14
+	for v in 1.4.2 1.5; do
+		db=d${v//./_}
+		owner_database $db $owner >/dev/null
+		floor=$(AS=$owner q $db "CREATE EXTENSION pg_dlock_sql VERSION '$v'" \
+			"UPDATE dlock.settings SET value = '2 days' WHERE name = 'max_ttl'" \
+			"UPDATE dlock.settings SET value = 'on' WHERE name = 'events'" \
+			"SELECT dlock.try_acquire('dump:r', '1 second')" "SELECT pg_sleep(1.1)" "SELECT dlock.reap('0')" \
+			"SELECT last_value FROM dlock.reap_floor" | tail -n 1)
+		pg_dump -Fc -h 127.0.0.1 -p $port14 -U postgres -d $db -f "$scratch/$db.dump"
+		owner_database ${db}_restored $owner >/dev/null
+		pg_restore -h 127.0.0.1 -p $port14 -U $owner --no-owner -d ${db}_restored "$scratch/$db.dump" >"$scratch/$db.restore.log" 2>&1
+		got=$(AS=$owner q ${db}_restored "SELECT string_agg(name || '=' || coalesce(value, ''), ' ' ORDER BY name) FROM dlock.settings WHERE name IN ('max_ttl', 'events')" \
+			"SELECT last_value FROM dlock.reap_floor" | tr '\n' ' ')
+		if [ $v = 1.4.2 ]; then
+			check "negative control: a dump of 1.4.2 loses max_ttl = 2 days ($got)" bash -c "[[ '$got' == *'max_ttl=1 day'* ]]"
+		else
+			check "a dump of 1.5 keeps dlock.settings and dlock.reap_floor ($got; floor $floor; $(grep -c . "$scratch/$db.restore.log") restore messages)" \
+				test "$got" = "events=on max_ttl=2 days $floor " -a "$floor" -gt 0
+		fi
+	done
+	stop_server "$bin14" "$scratch/pg14" fast
+else
+	check "PostgreSQL 14 from npm for the pg_dump test" false
+fi
+
+rm -rf "$scratch"
 finish
