@@ -65,6 +65,197 @@ $$;
 REVOKE ALL ON FUNCTION dlock._check_isolation() FROM PUBLIC;
 
 ------------------------------------------------------------------------------
+-- The one token rule (the C extension's extension/token.c dlock_token_rule)
+------------------------------------------------------------------------------
+
+/*
+ * The next token after a state (prev, prev_history, prev_system) -- a lock
+ * row's last grant, a holder counter, or the reap floor; NULL prev is
+ * nothing -- granted at history position "history" by cluster "system".
+ * One more, and a generation up whenever the position differs: by the
+ * positions crossed when the state is of the same cluster at the same or
+ * an earlier position, else (another cluster, unknown history 0, a later
+ * position than now) by the whole position. The counter carries into the
+ * generation; a generation that no longer fits a bigint is refused (54000).
+ * A history position is (timeline - 1) * 16384 + epoch + 1; this edition
+ * has no epochs (epoch 0). regress/token_rule_vectors.csv holds the cases
+ * both editions are checked against.
+ */
+CREATE FUNCTION dlock.next_fencing_token(prev bigint, prev_history integer, prev_system bigint,
+										 history integer, system bigint)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	counter_bits constant integer := 40;
+	max_generation constant bigint := (1::bigint << (63 - 40)) - 1;
+	p bigint := coalesce(prev, 0);
+	p_history integer := CASE WHEN prev IS NULL THEN 0 ELSE coalesce(prev_history, 0) END;
+	p_system bigint := CASE WHEN prev IS NULL THEN 0 ELSE coalesce(prev_system, 0) END;
+	generation bigint;
+	counter bigint;
+BEGIN
+	IF history IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'history must not be null';
+	END IF;
+	IF system IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'system must not be null';
+	END IF;
+	IF p < 0 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'prev must not be negative';
+	END IF;
+	IF p_history < 0 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'prev_history must not be negative';
+	END IF;
+	IF history < 1 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'history must be positive';
+	END IF;
+	generation := (p >> counter_bits)
+		+ CASE WHEN p_system <> 0 AND p_system = system AND history >= p_history
+			   THEN history - p_history ELSE history END;
+	counter := (p & ((1::bigint << counter_bits) - 1)) + 1;
+	generation := generation + (counter >> counter_bits);
+	counter := counter & ((1::bigint << counter_bits) - 1);
+	IF generation > max_generation THEN
+		RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+			MESSAGE = 'fencing tokens of this lock are exhausted',
+			DETAIL = pg_catalog.format('The token''s generation would be %s; at most %s fit in a bigint.',
+									   generation, max_generation);
+	END IF;
+	RETURN (generation << counter_bits) + counter;
+END
+$$;
+COMMENT ON FUNCTION dlock.next_fencing_token(bigint, integer, bigint, integer, bigint) IS
+'the token rule of every grant of every kind: the next token after the state (prev, prev_history, prev_system) -- a lock row, a holder counter, the reap floor; NULL prev: nothing -- granted at history position history by cluster system';
+
+/*
+ * The history position of a grant now, and the cluster: the timeline WAL
+ * is written on now (pg_walfile_name of the current position: executable
+ * by every role, and right at once after a promotion), as a position
+ * (timeline - 1) * 16384 + 1 (no epochs here); the cluster's system
+ * identifier when pg_control_system() may be called (PUBLIC may, by
+ * default), else this installation's random number (dlock.installation).
+ * Rows of 1.4.2 and before hold the timeline itself, the same position on
+ * timeline 1; on a later timeline it reads as an earlier position, which
+ * only moves the next token further up.
+ */
+CREATE FUNCTION dlock._history(OUT history integer, OUT system bigint)
+RETURNS record LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	timeline integer;
+BEGIN
+	IF pg_catalog.pg_is_in_recovery() THEN
+		RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
+			MESSAGE = 'cannot grant a lease during recovery',
+			HINT = 'Acquire leases on the primary server.';
+	END IF;
+	timeline := ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::integer;
+	history := (timeline - 1) * 16384 + 1;
+	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
+		SELECT c.system_identifier INTO system FROM pg_catalog.pg_control_system() c;
+	ELSE
+		SELECT i.history INTO system FROM dlock.installation i;
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION dlock._history() FROM PUBLIC;
+
+/*
+ * The reap floor is a token state like a lock row's: the token left by a
+ * reap (at or above every token of the rows it removed) with the history
+ * position and cluster of the reap, so that the first token of a name
+ * follows every later timeline. Rows without them (written before 1.5, or
+ * by hand) are of unknown history: the next token after them moves up by
+ * the whole position.
+ */
+ALTER TABLE dlock.token_floor
+	ADD COLUMN grant_timeline integer CHECK (grant_timeline >= 0),
+	ADD COLUMN grant_system bigint;
+COMMENT ON TABLE dlock.token_floor IS
+'the token state left by dlock.reap for the lock rows it removed: a name without a row takes the next token after it, by the rule of dlock.next_fencing_token';
+
+-- the first token of a name without a row: after every floor row (nothing's, without one)
+CREATE FUNCTION dlock._floor_next(history integer, system bigint)
+RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(pg_catalog.max(dlock.next_fencing_token(f.reaped_max, f.grant_timeline, f.grant_system,
+															 history, system)),
+					dlock.next_fencing_token(NULL, NULL, NULL, history, system))
+	  FROM dlock.token_floor f
+$$;
+REVOKE ALL ON FUNCTION dlock._floor_next(integer, bigint) FROM PUBLIC;
+
+-- The functions of the rule before 1.5 (grants now call the ones above).
+DROP FUNCTION dlock._next_token(bigint, integer, bigint, integer, bigint, bigint);
+DROP FUNCTION dlock._reap_floor();
+DROP FUNCTION dlock._cluster();
+
+-- reap: the floor it leaves is a token state
+CREATE OR REPLACE FUNCTION dlock.reap(idle_for interval DEFAULT '1 day', max_rows integer DEFAULT 10000)
+RETURNS bigint LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	now timestamptz := pg_catalog.clock_timestamp();
+	best bigint;
+	c record;
+	removed bigint;
+	names text[];
+BEGIN
+	PERFORM dlock._check_wait(idle_for, 'idle_for');
+	PERFORM dlock._not_null('max_rows', max_rows IS NULL);
+	IF max_rows < 1 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'max_rows must be positive';
+	END IF;
+	-- one reaper at a time
+	LOCK TABLE dlock.token_floor IN SHARE ROW EXCLUSIVE MODE;
+	c := dlock._history();
+	WITH victims AS (
+		SELECT l.lock_name FROM dlock.distributed_lock l
+		 WHERE coalesce(CASE WHEN l.owner_token IS NULL THEN l.updated_at ELSE l.lease_until END, l.updated_at)
+			   < now - dlock._length(idle_for)
+		   AND (l.owner_token IS NULL OR l.lease_until <= now)
+		   AND (dlock._decide(l.owner_token IS NOT NULL, l.lease_until, l.lock_delay, l.not_before, now)).available_at IS NULL
+		   AND NOT EXISTS (SELECT 1 FROM dlock.lock_holder h
+							WHERE h.lock_name = l.lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now)
+		   -- not while a grant of any kind decides on the name
+		   AND pg_catalog.pg_try_advisory_xact_lock(dlock._kind_key(l.lock_name))
+		 ORDER BY l.updated_at
+		 LIMIT max_rows
+		   FOR UPDATE SKIP LOCKED),
+	gone AS (
+		DELETE FROM dlock.distributed_lock l USING victims v WHERE l.lock_name = v.lock_name
+		RETURNING l.lock_name, l.fencing_seq, l.grant_timeline, l.grant_system)
+	SELECT pg_catalog.count(*),
+		   pg_catalog.max(dlock.next_fencing_token(g.fencing_seq, g.grant_timeline, g.grant_system, c.history, c.system)),
+		   pg_catalog.array_agg(g.lock_name)
+	  INTO removed, best, names
+	  FROM gone g;
+	IF removed = 0 THEN
+		RETURN 0;
+	END IF;
+	-- the holders' counters and slots of the reaped names go too, under the floor
+	SELECT GREATEST(best, pg_catalog.max(dlock.next_fencing_token(k.fencing_seq, k.grant_timeline, k.grant_system,
+																   c.history, c.system)))
+	  INTO best
+	  FROM dlock.holder_counter k WHERE k.lock_name = ANY (names) AND k.fencing_seq > 0;
+	DELETE FROM dlock.lock_holder h WHERE h.lock_name = ANY (names);
+	DELETE FROM dlock.holder_counter k WHERE k.lock_name = ANY (names);
+	-- The floor becomes the state whose next token, here and at every later
+	-- position of this cluster, is the best that any removed row or the old
+	-- floor would have given (as the C extension's reap leaves it).
+	best := GREATEST(best, dlock._floor_next(c.history, c.system));
+	DELETE FROM dlock.token_floor;
+	INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)
+	VALUES (best - 1, now, c.history, c.system);
+	RETURN removed;
+END
+$$;
+
+------------------------------------------------------------------------------
 -- A kind lock no other role can take
 ------------------------------------------------------------------------------
 
@@ -255,19 +446,21 @@ BEGIN
 						WHERE h.lock_name = p_lock_name AND h.owner_token IS NOT NULL AND h.lease_until > now) THEN
 				RAISE SQLSTATE 'PD098';
 			END IF;
-			c := dlock._cluster();
+			c := dlock._history();
 			SELECT * INTO hc FROM dlock.holder_counter h WHERE h.lock_name = p_lock_name;
 
 			IF r.lock_name IS NULL THEN
-				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
-										   c.timeline, c.system,
-										   dlock._reap_floor());
+				-- a name without a row: after its holders' counter, if any, and the reap floor
+				token := GREATEST(CASE WHEN hc.fencing_seq > 0 THEN
+									   dlock.next_fencing_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
+																c.history, c.system) END,
+								  dlock._floor_next(c.history, c.system));
 				now := pg_catalog.clock_timestamp();
 				INSERT INTO dlock.distributed_lock AS l
 					(lock_name, owner_token, fencing_seq, lease_until, updated_at, acquired_at, holder,
 					 acquisitions, grant_timeline, grant_system, hold_limit, min_hold_until, lock_delay)
 				VALUES (p_lock_name, p_owner, token, now + dlock._length(p_ttl), now, now, p_holder,
-						1, c.timeline, c.system, now + dlock._length(p_max_hold),
+						1, c.history, c.system, now + dlock._length(p_max_hold),
 						now + dlock._length(p_min_hold), p_lock_delay)
 				ON CONFLICT (lock_name) DO NOTHING;
 				IF NOT FOUND THEN
@@ -307,17 +500,16 @@ BEGIN
 				RAISE SQLSTATE 'PD098';
 			END IF;
 			is_takeover := d.expired;
-			IF hc.fencing_seq > r.fencing_seq THEN
-				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
-			ELSE
-				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
-			END IF;
+			token := GREATEST(dlock.next_fencing_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.history, c.system),
+							  CASE WHEN hc.fencing_seq > 0 THEN
+								   dlock.next_fencing_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
+															c.history, c.system) END);
 			UPDATE dlock.distributed_lock l
 			   SET owner_token = p_owner, fencing_seq = token, lease_until = now + dlock._length(p_ttl),
 				   updated_at = now, acquired_at = now, holder = p_holder, renewals = 0,
 				   acquisitions = l.acquisitions + 1,
 				   takeovers = l.takeovers + CASE WHEN is_takeover THEN 1 ELSE 0 END,
-				   taken_over = is_takeover, grant_timeline = c.timeline, grant_system = c.system,
+				   taken_over = is_takeover, grant_timeline = c.history, grant_system = c.system,
 				   exclusive_only = false, session_pid = NULL, session_id = NULL,
 				   hold_limit = now + dlock._length(p_max_hold),
 				   min_hold_until = now + dlock._length(p_min_hold),
@@ -437,9 +629,9 @@ BEGIN
 			IF p_kind = 'p' AND live_same >= p_permits THEN
 				RAISE SQLSTATE 'PD098';
 			END IF;
-			c := dlock._cluster();
+			c := dlock._history();
 			INSERT INTO dlock.holder_counter AS k (lock_name, fencing_seq, grant_timeline, grant_system)
-			VALUES (p_lock_name, 0, c.timeline, c.system)
+			VALUES (p_lock_name, 0, c.history, c.system)
 			ON CONFLICT (lock_name) DO NOTHING;
 			SELECT * INTO hc FROM dlock.holder_counter k WHERE k.lock_name = p_lock_name FOR UPDATE;
 			IF NOT FOUND THEN
@@ -470,15 +662,16 @@ BEGIN
 			IF p_kind = 'p' AND live_same >= p_permits THEN
 				RAISE SQLSTATE 'PD098';
 			END IF;
-			IF hc.fencing_seq = 0 THEN
-				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system,
-										   dlock._reap_floor());
-			ELSIF r.fencing_seq > hc.fencing_seq THEN
-				token := dlock._next_token(r.fencing_seq, r.grant_timeline, r.grant_system, c.timeline, c.system, NULL);
-			ELSE
-				token := dlock._next_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system, c.timeline, c.system, NULL);
-			END IF;
-			UPDATE dlock.holder_counter k SET fencing_seq = token, grant_timeline = c.timeline, grant_system = c.system
+			-- after the exclusive row, if any, and the counter; a new counter
+			-- (a name without holders so far) after the reap floor too
+			token := GREATEST(CASE WHEN r.lock_name IS NOT NULL THEN
+								   dlock.next_fencing_token(r.fencing_seq, r.grant_timeline, r.grant_system,
+															c.history, c.system) END,
+							  CASE WHEN hc.fencing_seq > 0 THEN
+								   dlock.next_fencing_token(hc.fencing_seq, hc.grant_timeline, hc.grant_system,
+															c.history, c.system)
+								   ELSE dlock._floor_next(c.history, c.system) END);
+			UPDATE dlock.holder_counter k SET fencing_seq = token, grant_timeline = c.history, grant_system = c.system
 			 WHERE k.lock_name = p_lock_name;
 			-- a free or ended slot that no other transaction has (a grant, a
 			-- pin), else a new one; a semaphore's permits are its slots 1 to
@@ -505,13 +698,13 @@ BEGIN
 				   SET kind = p_kind, permits = CASE WHEN p_kind = 'p' THEN p_permits END, owner_token = p_owner,
 					   fencing_seq = token, block_end = token, lease_until = until,
 					   holder = p_holder, acquired_at = now, updated_at = now, renewals = 0,
-					   grant_timeline = c.timeline, grant_system = c.system
+					   grant_timeline = c.history, grant_system = c.system
 				 WHERE h2.lock_name = p_lock_name AND h2.slot = free_slot;
 			ELSE
 				INSERT INTO dlock.lock_holder (lock_name, slot, kind, permits, owner_token, fencing_seq, block_end,
 											   lease_until, holder, acquired_at, updated_at, grant_timeline, grant_system)
 				VALUES (p_lock_name, free_slot, p_kind, CASE WHEN p_kind = 'p' THEN p_permits END, p_owner, token, token,
-						until, p_holder, now, now, c.timeline, c.system);
+						until, p_holder, now, now, c.history, c.system);
 			END IF;
 			PERFORM dlock._event('acquire', p_lock_name, token, p_holder, until);
 			PERFORM dlock._audit('acquire', p_lock_name, token, p_holder, NULL);
