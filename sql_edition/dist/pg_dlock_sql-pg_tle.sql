@@ -3700,6 +3700,78 @@ END
 $$;
 
 ------------------------------------------------------------------------------
+-- A restore that cannot hand a token out again
+------------------------------------------------------------------------------
+
+/*
+ * After restoring anything but the latest state (a base backup or an older
+ * dump of this cluster, whose system identifier and timelines go on as
+ * before): ends every lease of the restored state now and moves every
+ * token of every name, every holder counter and the reap floor up by
+ * lost_timelines whole timelines of history positions (16384 generations
+ * each), so that no token that a lost server life issued after the backup
+ * is handed out again. An empty floor is made the state of nothing first,
+ * so that it moves too. Returns the number of lock rows and holder slots
+ * moved. Run it before applications use the restored server: a grant
+ * that decided before it and writes after it keeps its old token.
+ */
+CREATE FUNCTION dlock.after_restore(lost_timelines integer DEFAULT 1)
+RETURNS bigint LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	max_generation constant bigint := (1::bigint << (63 - 40)) - 1;
+	generations bigint;
+	highest bigint;
+	shift bigint;
+	now timestamptz;
+	rows_moved bigint;
+	slots_moved bigint;
+BEGIN
+	IF lost_timelines < 1 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'lost_timelines must be at least 1';
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() THEN
+		RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
+			MESSAGE = 'dlock.after_restore cannot run during recovery',
+			HINT = 'Run it on the restored server once it accepts writes.';
+	END IF;
+	-- grants write these tables with ROW EXCLUSIVE: kept out until the move commits
+	LOCK TABLE dlock.distributed_lock, dlock.lock_holder, dlock.holder_counter, dlock.token_floor IN EXCLUSIVE MODE;
+	SELECT coalesce(pg_catalog.max(m.t), 0) INTO highest FROM (
+		SELECT pg_catalog.max(l.fencing_seq) FROM dlock.distributed_lock l
+		UNION ALL SELECT pg_catalog.max(h.block_end) FROM dlock.lock_holder h
+		UNION ALL SELECT pg_catalog.max(c.fencing_seq) FROM dlock.holder_counter c
+		UNION ALL SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f) m(t);
+	generations := lost_timelines::bigint * 16384;
+	IF (highest >> 40) + generations > max_generation THEN
+		RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+			MESSAGE = 'fencing tokens of this lock are exhausted',
+			DETAIL = pg_catalog.format('The token''s generation would be %s; at most %s fit in a bigint.',
+									   (highest >> 40) + generations, max_generation);
+	END IF;
+	shift := generations << 40;
+	now := pg_catalog.clock_timestamp();
+	INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)
+	SELECT 0, now, 0, 0 WHERE NOT EXISTS (SELECT FROM dlock.token_floor);
+	UPDATE dlock.distributed_lock l
+	   SET fencing_seq = l.fencing_seq + shift,
+		   lease_until = CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > now THEN now ELSE l.lease_until END;
+	GET DIAGNOSTICS rows_moved = ROW_COUNT;
+	UPDATE dlock.lock_holder h
+	   SET fencing_seq = h.fencing_seq + shift, block_end = h.block_end + shift,
+		   lease_until = CASE WHEN h.owner_token IS NOT NULL AND h.lease_until > now THEN now ELSE h.lease_until END;
+	GET DIAGNOSTICS slots_moved = ROW_COUNT;
+	UPDATE dlock.holder_counter c SET fencing_seq = c.fencing_seq + shift;
+	UPDATE dlock.token_floor f SET reaped_max = f.reaped_max + shift;
+	RETURN rows_moved + slots_moved;
+END
+$$;
+COMMENT ON FUNCTION dlock.after_restore(integer) IS
+'after restoring anything but the latest state: ends every lease of the restored state and moves every token of every name, and the reap floor, above every history position of lost_timelines timelines, so that no token any lost server life issued after the backup is handed out again; returns the number of lock rows and holder slots moved';
+REVOKE ALL ON FUNCTION dlock.after_restore(integer) FROM PUBLIC;
+
+------------------------------------------------------------------------------
 -- A kind lock no other role can take
 ------------------------------------------------------------------------------
 

@@ -25,7 +25,11 @@
 #      still durable: 40 such grants survive a crash that loses asynchronous
 #      commits (1.4.2 loses some, negative control);
 #   8. pg_dump/pg_restore keep dlock.settings and dlock.reap_floor (1.4.2
-#      lost a max_ttl of 2 days, negative control).
+#      lost a max_ttl of 2 days, negative control);
+#   9. the token rule's shared vectors (regress/token_rule_vectors.csv) through
+#      dlock.next_fencing_token (negative control: 1.4.2's rule fails them);
+#  10. a cold backup restored in place of the lost server hands out tokens
+#      again (negative control) until dlock.after_restore().
 # Servers: PostgreSQL 17 and 14 from npm (scripts/npm-postgres.sh; Debian's
 # pg_dump 15 dumps the 14), clusters of its own. The scripts before 1.5 come
 # from git (commit $old_commit below).
@@ -321,6 +325,47 @@ for db in $new $old; do
 		check "1.5 kept every grant of $(cat "$scratch/dur-$db.granted") through the crash (kept $kept)" test "$kept" = 40 -a "$(cat "$scratch/dur-$db.granted")" = 40
 	fi
 done
+stop_server "$bin17" "$scratch/pg17" fast
+
+# --- 9. the one token rule: the shared vectors ---------------------------------------------
+. tests/lib/token_vectors.sh
+export PGPORT=$port17
+as_postgres "$bin17/pg_ctl" -D "$scratch/pg17/data" -l "$scratch/pg17/server.log" -w -t 60 start >/dev/null
+vec=$(token_vector_mismatches $new 2>&1)
+check "the token rule's vectors (regress/token_rule_vectors.csv) on the SQL edition: $(tail -n 2 <<<"$vec" | tr '\n' ' ')" \
+	bash -c "grep -qx 'mismatches 0' <<<'$vec' && grep -q '^vectors [1-9]' <<<'$vec'"
+q $old "CREATE FUNCTION dlock.next_fencing_token(bigint, integer, bigint, integer, bigint) RETURNS bigint
+	LANGUAGE sql AS 'SELECT dlock._next_token(\$1, \$2, \$3, \$4, \$5, NULL)'" >/dev/null
+vec_old=$(token_vector_mismatches $old 2>&1)
+check "negative control: 1.4.2's rule fails vectors ($(tail -n 2 <<<"$vec_old" | tr '\n' ' '))" \
+	bash -c "! grep -qx 'mismatches 0' <<<'$vec_old'"
+
+# --- 10. a restored backup of this cluster, then dlock.after_restore -----------------------
+# A cold backup; the server goes on granting a name and creating another;
+# it is lost, and the backup starts in its place (same cluster, same
+# timeline): its next tokens were issued already (negative control), until
+# dlock.after_restore().
+AS=$owner q $new "SELECT dlock.try_acquire('restore:n', '1 hour', '00000000-0000-0000-0000-0000000000e1')" >/dev/null
+stop_server "$bin17" "$scratch/pg17" fast
+as_postgres cp -a "$scratch/pg17/data" "$scratch/pg17/backup"
+as_postgres "$bin17/pg_ctl" -D "$scratch/pg17/data" -l "$scratch/pg17/server.log" -w -t 60 start >/dev/null
+lost=$(AS=$owner q $new "SELECT dlock.release('restore:n', '00000000-0000-0000-0000-0000000000e1')" \
+	"SELECT dlock.release('restore:n', (dlock.try_acquire('restore:n', '1 hour')).owner_token)" \
+	"SELECT fencing_token FROM dlock.try_acquire('restore:n', '1 hour')" \
+	"SELECT max(fencing_token) FROM (SELECT fencing_token FROM dlock.try_acquire('restore:new', '1 hour')
+	 UNION ALL SELECT fencing_token FROM dlock.locks WHERE lock_name = 'restore:n') t" | tail -n 1)
+stop_server "$bin17" "$scratch/pg17" immediate
+as_postgres rm -rf "$scratch/pg17/data"
+as_postgres mv "$scratch/pg17/backup" "$scratch/pg17/data"
+as_postgres "$bin17/pg_ctl" -D "$scratch/pg17/data" -l "$scratch/pg17/server.log" -w -t 60 start >/dev/null
+again=$(AS=$owner q $new "SELECT dlock.force_release('restore:n', 'restored')" \
+	"SELECT fencing_token FROM dlock.try_acquire('restore:n', '1 hour')" | tail -n 1)
+check "negative control: the restored backup hands out a token the lost server issued ($again <= $lost)" test "${again:-0}" -le "${lost:-0}"
+moved=$(AS=$owner sqlstate $new "SELECT dlock.after_restore()")
+after=$(AS=$owner q $new "SELECT fencing_token FROM dlock.try_acquire('restore:n', '1 hour')" \
+	"SELECT fencing_token FROM dlock.try_acquire('restore:new', '1 hour')" | tr '\n' ' ')
+check "after dlock.after_restore() ($moved) the name and a new one issue above every token the lost server issued ($after> $lost)" \
+	bash -c "for x in $after; do [ \$x -gt ${lost:-0} ] || exit 1; done; [ -n '$after' ]"
 stop_server "$bin17" "$scratch/pg17" fast
 
 # --- 8. pg_dump keeps the settings and the reap floor's sequence ----------------------------
