@@ -771,5 +771,10 @@ END
 $owner$;
 -- END extension owner
 
-SELECT dlock._start_reap_floor();
+-- as the extension's owner (the function is its own now)
+DO $start_reap_floor$
+BEGIN
+	PERFORM dlock._start_reap_floor();
+END
+$start_reap_floor$;
 DROP FUNCTION dlock._start_reap_floor();

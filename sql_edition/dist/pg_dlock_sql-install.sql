@@ -3412,7 +3412,12 @@ $$;
 REVOKE ALL ON FUNCTION dlock._try_all(text[], interval, uuid, text, boolean) FROM PUBLIC;
 
 
-SELECT dlock._start_reap_floor();
+-- as the extension's owner (the function is its own now)
+DO $start_reap_floor$
+BEGIN
+	PERFORM dlock._start_reap_floor();
+END
+$start_reap_floor$;
 DROP FUNCTION dlock._start_reap_floor();
 
 -- step pg_dlock_sql--1.4.2--1.5.sql

@@ -3437,7 +3437,12 @@ $$;
 REVOKE ALL ON FUNCTION dlock._try_all(text[], interval, uuid, text, boolean) FROM PUBLIC;
 
 
-SELECT dlock._start_reap_floor();
+-- as the extension's owner (the function is its own now)
+DO $start_reap_floor$
+BEGIN
+	PERFORM dlock._start_reap_floor();
+END
+$start_reap_floor$;
 DROP FUNCTION dlock._start_reap_floor();
 $_pgtle_$
 );

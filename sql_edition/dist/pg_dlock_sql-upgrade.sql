@@ -1399,7 +1399,12 @@ $$;
 REVOKE ALL ON FUNCTION dlock._try_all(text[], interval, uuid, text, boolean) FROM PUBLIC;
 
 
-SELECT dlock._start_reap_floor();
+-- as the extension's owner (the function is its own now)
+DO $start_reap_floor$
+BEGIN
+	PERFORM dlock._start_reap_floor();
+END
+$start_reap_floor$;
 DROP FUNCTION dlock._start_reap_floor();
 UPDATE dlock.plain_install SET version = '1.4.2', installed_at = pg_catalog.clock_timestamp();
 \set dlock_installed_version 1.4.2
