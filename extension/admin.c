@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_type_d.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -24,6 +25,9 @@
 #include "args.h"
 #include "stats.h"
 #include "catalog.h"
+#include "lock_row.h"
+#include "token.h"
+#include "token_epoch.h"
 #include "sql_executor.h"
 #include "wait.h"
 #include "report.h"
@@ -31,6 +35,7 @@
 
 PG_FUNCTION_INFO_V1(dlock_force_release);
 PG_FUNCTION_INFO_V1(dlock_reap);
+PG_FUNCTION_INFO_V1(dlock_after_restore);
 PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
 PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
 PG_FUNCTION_INFO_V1(dlock_stats_reset);
@@ -54,7 +59,7 @@ PG_FUNCTION_INFO_V1(dlock_stats_reset);
 	"dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until," \
 	" l.session_id, l.hold_limit, l.min_hold_until, l.lock_delay, l.not_before)"
 
-/* before 1.2: no lease policies */
+/* before 1.5: the floor is the highest token deleted; before 1.2, no lease policies */
 static DlockStatement force_release_stmt = {
 	.sql = FORCE_RELEASE_SQL("l.lease_until > pg_catalog.clock_timestamp()"),
 	.nargs = 1,
@@ -174,7 +179,7 @@ dlock_force_release(PG_FUNCTION_ARGS)
 	") SELECT pg_catalog.count(*)::int8, (SELECT pg_catalog.count(*) FROM raised) FROM gone"
 #define REAP_COL_REAPED 1
 
-/* before 1.2: no lease policies */
+/* before 1.5: the floor is the highest token deleted; before 1.2, no lease policies */
 static DlockStatement reap_stmt = {
 	.sql = REAP_SQL(""),
 	.nargs = 2,
@@ -191,6 +196,74 @@ static DlockStatement reap_available_stmt = {
 	.nargs = 2,
 	.argtypes = {INTERVALOID, INT4OID},
 };
+
+/*
+ * From 1.5 on the floor is a token state (token.c): the reap returns what
+ * it deleted, and the floor becomes the state whose next token at every
+ * later position is the best that any deleted row, or the old floor,
+ * would have given.
+ */
+#define REAP_ROWS_SQL \
+	"WITH victims AS (" \
+	"  SELECT l.lock_name FROM dlock.distributed_lock l" \
+	"  WHERE (l.owner_token IS NULL OR l.lease_until <= pg_catalog.clock_timestamp())" \
+	"    AND COALESCE(l.lease_until, l.updated_at)" \
+	"        < pg_catalog.clock_timestamp() - $1" \
+	"    AND (" POLICY_STATE_SQL ").available_at IS NULL" \
+	"  LIMIT $2 FOR UPDATE SKIP LOCKED" \
+	") DELETE FROM dlock.distributed_lock l USING victims v" \
+	"  WHERE l.lock_name = v.lock_name" \
+	"  RETURNING l.fencing_seq, l.grant_timeline, l.grant_system"
+#define REAP_ROWS_COL_SEQ 1
+#define REAP_ROWS_COL_HISTORY 2
+#define REAP_ROWS_COL_SYSTEM 3
+
+static DlockStatement reap_rows_stmt = {
+	.sql = REAP_ROWS_SQL,
+	.nargs = 2,
+	.argtypes = {INTERVALOID, INT4OID},
+};
+
+static DlockStatement floor_replace_stmt = {
+	.sql =
+	"WITH old AS (DELETE FROM dlock.token_floor RETURNING 1)"
+	" INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)"
+	" VALUES ($1, pg_catalog.clock_timestamp(), $2, $3)",
+	.nargs = 3,
+	.argtypes = {INT8OID, INT4OID, INT8OID},
+};
+
+/*
+ * Delete the idle rows as REAP_ROWS_SQL does and raise the floor over
+ * them; returns how many went. Caller holds the floor lock exclusively.
+ */
+static int64
+reap_rows(Datum *values)
+{
+	int64		reaped = dlock_execute(&reap_rows_stmt, values, NULL, 0);
+	int32		history;
+	int64		best;
+	Datum		floor_values[3];
+
+	if (reaped == 0)
+		return 0;
+	history = dlock_history_now();
+	best = dlock_floor_next_token(history);
+	for (int64 i = 0; i < reaped; i++)
+	{
+		bool		isnull;
+		int64		seq = DatumGetInt64(dlock_sql_value(i, REAP_ROWS_COL_SEQ, &isnull));
+		int32		grant_history = DatumGetInt32(dlock_sql_value(i, REAP_ROWS_COL_HISTORY, &isnull));
+		int64		grant_system = DatumGetInt64(dlock_sql_value(i, REAP_ROWS_COL_SYSTEM, &isnull));
+
+		best = Max(best, dlock_next_token(seq, grant_history, grant_system, history));
+	}
+	floor_values[0] = Int64GetDatum(dlock_floor_token(best));
+	floor_values[1] = Int32GetDatum(history);
+	floor_values[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	(void) dlock_execute(&floor_replace_stmt, floor_values, NULL, 0);
+	return reaped;
+}
 
 /* keep only the highest floor row */
 static DlockStatement floor_compact_stmt = {
@@ -267,18 +340,121 @@ dlock_reap(PG_FUNCTION_ARGS)
 				 errhint("Call dlock.reap again later.")));
 		PG_RETURN_INT64(0);
 	}
-	if (dlock_execute(dlock_policy_present() ? &reap_available_stmt : &reap_stmt,
-					  values, NULL, 1) != 1)
-		elog(ERROR, "pg_dlock: reap returned no row");
-	reaped = DatumGetInt64(dlock_sql_value(0, REAP_COL_REAPED, &isnull));
-	if (reaped > 0)
-		(void) dlock_execute(&floor_compact_stmt, NULL, NULL, 0);
+	if (dlock_floor_has_history())
+		reaped = reap_rows(values);
+	else
+	{
+		if (dlock_execute(dlock_policy_present() ? &reap_available_stmt : &reap_stmt,
+						  values, NULL, 1) != 1)
+			elog(ERROR, "pg_dlock: reap returned no row");
+		reaped = DatumGetInt64(dlock_sql_value(0, REAP_COL_REAPED, &isnull));
+		if (reaped > 0)
+			(void) dlock_execute(&floor_compact_stmt, NULL, NULL, 0);
+	}
 	if (OidIsValid(dlock_catalog()->holder_table) &&
 		dlock_execute(&reap_holder_slots_stmt, values, NULL, 1) == 1)
 		reaped += DatumGetInt64(dlock_sql_value(0, REAP_HOLDER_SLOTS_COL_REAPED, &isnull));
 	dlock_sql_finish();
 
 	PG_RETURN_INT64(reaped);
+}
+
+/*
+ * dlock.after_restore's statements. Grants write these tables with
+ * RowExclusiveLock: EXCLUSIVE keeps them out until the move commits, and
+ * lets readers (dlock.locks) on.
+ */
+static DlockStatement restore_lock_stmt = {
+	.sql =
+	"LOCK TABLE dlock.distributed_lock, dlock.lock_holder, dlock.holder_counter,"
+	" dlock.token_floor IN EXCLUSIVE MODE",
+};
+
+static DlockStatement restore_highest_stmt = {
+	.sql =
+	"SELECT pg_catalog.max(t) FROM ("
+	"  SELECT pg_catalog.max(l.fencing_seq) FROM dlock.distributed_lock l"
+	"  UNION ALL SELECT pg_catalog.max(h.block_end) FROM dlock.lock_holder h"
+	"  UNION ALL SELECT pg_catalog.max(c.fencing_seq) FROM dlock.holder_counter c"
+	"  UNION ALL SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f) m(t)",
+};
+
+/* an empty floor is the state of nothing: made explicit, so that it moves */
+static DlockStatement restore_floor_stmt = {
+	.sql =
+	"INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)"
+	" SELECT 0, pg_catalog.clock_timestamp(), 0, 0"
+	" WHERE NOT EXISTS (SELECT FROM dlock.token_floor)",
+};
+
+/* $1: the shift; every lease of the restored state ends now */
+static DlockStatement restore_move_stmt = {
+	.sql =
+	"WITH now AS (SELECT pg_catalog.clock_timestamp() AS t),"
+	" rows AS (UPDATE dlock.distributed_lock l SET fencing_seq = l.fencing_seq + $1,"
+	"   lease_until = CASE WHEN l.owner_token IS NOT NULL AND l.lease_until > n.t"
+	"                 THEN n.t ELSE l.lease_until END"
+	"   FROM now n RETURNING 1),"
+	" slots AS (UPDATE dlock.lock_holder h SET fencing_seq = h.fencing_seq + $1,"
+	"   block_end = h.block_end + $1,"
+	"   lease_until = CASE WHEN h.owner_token IS NOT NULL AND h.lease_until > n.t"
+	"                 THEN n.t ELSE h.lease_until END"
+	"   FROM now n RETURNING 1),"
+	" counters AS (UPDATE dlock.holder_counter c SET fencing_seq = c.fencing_seq + $1"
+	"   RETURNING 1),"
+	" floors AS (UPDATE dlock.token_floor f SET reaped_max = f.reaped_max + $1 RETURNING 1)"
+	" SELECT (SELECT pg_catalog.count(*) FROM rows) + (SELECT pg_catalog.count(*) FROM slots),"
+	"        (SELECT pg_catalog.count(*) FROM counters), (SELECT pg_catalog.count(*) FROM floors)",
+	.nargs = 1,
+	.argtypes = {INT8OID},
+};
+
+/*
+ * dlock.after_restore(lost_timelines) returns bigint
+ *
+ * After restoring a backup or dump older than the last grants of the lost
+ * server: the servers that ran after the backup issued tokens at history
+ * positions the restored tables never saw, up to the last epoch of the
+ * backup's timeline (epochs are bounded per timeline), and on later
+ * timelines if they were promoted. Moving every token by lost_timelines
+ * whole timelines of positions puts every next token -- of a name's row, a
+ * holder slot's block, or a new name's floor -- above all of them. Every
+ * lease of the restored state ends now: its holder cannot know the moved
+ * token. Returns how many lock rows and holder slots moved.
+ */
+Datum
+dlock_after_restore(PG_FUNCTION_ARGS)
+{
+	int32		lost_timelines = PG_GETARG_INT32(0);
+	Datum		shift;
+	int64		highest;
+	int64		moved;
+	bool		isnull;
+
+	if (lost_timelines < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lost_timelines must be at least 1")));
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("dlock.after_restore cannot run during recovery"),
+				 errhint("Run it on the restored server once it accepts writes.")));
+
+	dlock_sql_connect();
+	(void) dlock_execute(&restore_lock_stmt, NULL, NULL, 0);
+	(void) dlock_execute(&restore_highest_stmt, NULL, NULL, 1);
+	highest = DatumGetInt64(dlock_sql_value(0, 1, &isnull));
+	if (isnull)
+		highest = 0;
+	shift = Int64GetDatum(dlock_restore_shift(lost_timelines, highest));
+	(void) dlock_execute(&restore_floor_stmt, NULL, NULL, 0);
+	if (dlock_execute(&restore_move_stmt, &shift, NULL, 1) != 1)
+		elog(ERROR, "pg_dlock: after_restore returned no row");
+	moved = DatumGetInt64(dlock_sql_value(0, 1, &isnull));
+	dlock_sql_finish();
+
+	PG_RETURN_INT64(moved);
 }
 
 /* The purges: rows older than $1 go; they return how many went */

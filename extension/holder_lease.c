@@ -677,7 +677,7 @@ reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_time
 	values[0] = PointerGetDatum(lock_name);
 	for (;;)
 	{
-		int64		start = dlock_first_token(dlock_token_floor(), timeline);
+		int64		start = dlock_floor_next_token(timeline);
 		bool		have_counter = dlock_execute(&counter_lock_stmt, values, NULL, 1) > 0;
 
 		if (name_exists)

@@ -310,7 +310,7 @@ grant_new_name(DlockRows *rows, const AcquireArgs *args, TimestampTz deadline,
 	row->nulls[Anum_updated_at - 1] = false;
 	/* above the tokens of the name's shared leases and permits too */
 	row->values[Anum_fencing_seq - 1] =
-		Int64GetDatum(Max(dlock_first_token(dlock_token_floor(), history), least_token));
+		Int64GetDatum(Max(dlock_floor_next_token(history), least_token));
 	row->values[Anum_acquired_at - 1] = TimestampTzGetDatum(now);
 	row->values[Anum_renewals - 1] = Int64GetDatum(0);
 	row->values[Anum_acquisitions - 1] = Int64GetDatum(1);

@@ -73,6 +73,7 @@
 #include "args.h"
 #include "catalog.h"
 #include "lock_row.h"
+#include "token.h"
 
 
 /*
@@ -592,32 +593,93 @@ dlock_row_insert(DlockRows *rows, DlockRow *row)
 }
 
 /*
- * The highest token among reaped rows (dlock.token_floor), 0 if none, read
- * with the latest snapshot: in REPEATABLE READ the transaction's snapshot
- * may predate a reap the caller has just waited for.
+ * The reap floor (dlock.token_floor), read with the latest snapshot: in
+ * REPEATABLE READ the transaction's snapshot may predate a reap the caller
+ * has just waited for. Each row is a token state (token.c): reaped_max,
+ * and from 1.5 on the history position and cluster it was left at
+ * (grant_timeline, grant_system); a row without them, written before 1.5
+ * or by hand, is of unknown history. Returns the highest reaped_max (0 if
+ * none) and, when history is positive, sets *next to the floor's next token
+ * at that position: the best of its rows', or that of nothing.
  */
-int64
-dlock_token_floor(void)
+static int64
+read_token_floor(int32 history, int64 *next)
 {
 	Relation	rel = dlock_table_open(dlock_catalog()->floor_table, AccessShareLock);
+	bool		has_history = RelationGetDescr(rel)->natts >= 4;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	int64		floor = 0;
 
+	if (history > 0)
+		*next = dlock_next_token(0, 0, 0, history);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
 		int64		reaped = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		int32		reaped_history = 0;
+		int64		reaped_system = 0;
 
-		if (!isnull && reaped > floor)
-			floor = reaped;
+		if (isnull)
+			continue;
+		floor = Max(floor, reaped);
+		if (history <= 0)
+			continue;
+		if (has_history)
+		{
+			Datum		h = slot_getattr(slot, 3, &isnull);
+			Datum		sys;
+
+			if (!isnull)
+			{
+				reaped_history = DatumGetInt32(h);
+				sys = slot_getattr(slot, 4, &isnull);
+				reaped_system = isnull ? 0 : DatumGetInt64(sys);
+			}
+		}
+		*next = Max(*next, dlock_next_token(reaped, reaped_history, reaped_system, history));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	return floor;
+}
+
+/*
+ * Whether the reap floor's rows carry their history (1.5 on).
+ */
+bool
+dlock_floor_has_history(void)
+{
+	Relation	rel = dlock_table_open(dlock_catalog()->floor_table, AccessShareLock);
+	bool		has_history = RelationGetDescr(rel)->natts >= 4;
+
+	table_close(rel, AccessShareLock);
+	return has_history;
+}
+
+/*
+ * The highest token the reap floor holds, 0 if none.
+ */
+int64
+dlock_token_floor(void)
+{
+	return read_token_floor(0, NULL);
+}
+
+/*
+ * The first token of a name that has no row, granted at history position
+ * "history": the floor's next token.
+ */
+int64
+dlock_floor_next_token(int32 history)
+{
+	int64		next = 0;
+
+	(void) read_token_floor(history, &next);
+	return next;
 }
 
 /*

@@ -68,6 +68,8 @@ extern void dlock_row_update(DlockRows *rows, DlockRow *row);
 extern DlockRowLock dlock_row_write_decided(DlockRows *rows, DlockRow *row);
 extern void dlock_row_insert(DlockRows *rows, DlockRow *row);
 extern int64 dlock_token_floor(void);
+extern int64 dlock_floor_next_token(int32 history);
+extern bool dlock_floor_has_history(void);
 extern bool dlock_row_exclusive_only(const DlockRows *rows, const DlockRow *row);
 extern void dlock_row_set_exclusive_only(const DlockRows *rows, DlockRow *row, bool value);
 

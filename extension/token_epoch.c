@@ -382,6 +382,38 @@ grant_history(bool *fenced)
 }
 
 /*
+ * The history position grants are at now, as far as can be known without
+ * granting: this life's epoch, else the newest recorded one (the next
+ * grant may move past it, never below). For a floor left by a reap, whose
+ * position must not be above any later grant's.
+ */
+int32
+dlock_history_now(void)
+{
+	Oid			epoch_table = dlock_catalog()->epoch_table;
+	int32		timeline = dlock_token_timeline();
+	EpochState	state;
+	int32		epoch = 0;
+
+	if (!OidIsValid(epoch_table))
+		return timeline;
+	if (known_epoch(epoch_table, timeline, &state))
+		epoch = state.epoch;
+	else
+	{
+		Datum		values[2] = {Int64GetDatum((int64) GetSystemIdentifier()),
+		Int32GetDatum(timeline)};
+		bool		isnull;
+
+		dlock_sql_connect();
+		if (dlock_execute(&epoch_newest_stmt, values, NULL, 1) == 1)
+			epoch = DatumGetInt32(dlock_sql_value(0, EPOCH_NEWEST_COL_EPOCH, &isnull));
+		dlock_sql_finish();
+	}
+	return dlock_token_history(timeline, epoch);
+}
+
+/*
  * Before a grant of any kind reads its row and writes: how it will commit,
  * and the history position of its token.
  */

@@ -26,6 +26,7 @@ typedef struct DlockGrantCommit
 /* token_epoch.c */
 extern Size dlock_epoch_shmem_size(void);
 extern void dlock_epoch_shmem_init(void);
+extern int32 dlock_history_now(void);
 extern void dlock_grant_prepare(DlockGrantCommit *commit);
 extern void dlock_grant_written(const DlockGrantCommit *commit);
 extern void dlock_epoch_xact_end(XactEvent event);

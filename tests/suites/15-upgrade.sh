@@ -146,7 +146,7 @@ histograms_1_2=$(in_db $from_db -c "SELECT count(*) FROM dlock.hold_histogram()"
 check "the histograms exist after the update (48 rows)" test "$histograms_1_2" = 48
 psql -X -q -d postgres -c "DROP DATABASE $from_db"
 
-# --- a database at 1.3 (the previous release) ---------------------------
+# --- a database at 1.3 ---------------------------
 from_db=dlock_upgrade_from_1_3
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
 in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.3'"
@@ -188,6 +188,44 @@ fenced_after_1_3=$(in_db $from_db -c "SET dlock.durability = fenced" \
 set -- $fenced_after_1_3
 check "after the update a fenced grant commits without the flush once the epoch is marked ($fenced_after_1_3)" \
 	test "${4:-0}" -eq $((${2:-0} + 1))
+psql -X -q -d postgres -c "DROP DATABASE $from_db"
+
+# --- a database at 1.4 (the previous release) ---------------------------
+from_db=dlock_upgrade_from_1_4
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
+in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.4'"
+held_1_4=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:held-1.4', '1 hour', '$owner')")
+# a floor left by a reap under 1.4: the highest token deleted, no position
+reaped_1_4=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:reaped-1.4', '1 hour', '$owner')" \
+	-c "SELECT dlock.release('upgrade:reaped-1.4', '$owner')" -c "SELECT dlock.reap('0 seconds')" \
+	-c "SELECT reaped_max FROM dlock.token_floor" | tail -n 1)
+check "the new library reaps a database still at 1.4 as 1.4 did (floor $reaped_1_4)" \
+	test "$reaped_1_4" -ge "$held_1_4"
+in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+version_1_4=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.4 to $current_version" test "$version_1_4" = "$current_version"
+renewed_1_4=$(in_db $from_db -c "SELECT dlock.renew('upgrade:held-1.4', '$owner', '1 hour') IS NOT NULL")
+check "a lease granted under 1.4 is still held after the update" test "$renewed_1_4" = t
+floor_1_4=$(in_db $from_db -c "SELECT reaped_max || ' ' || coalesce(grant_timeline::text, 'unknown') FROM dlock.token_floor")
+check "the floor left under 1.4 keeps its token and is of unknown history ($floor_1_4)" \
+	test "$floor_1_4" = "$reaped_1_4 unknown"
+# the rule: a floor of unknown history moves up by the whole position (1)
+new_1_4=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:new-after-1.4', '1 hour', '$owner')")
+check "a new name after the update starts above the 1.4 floor by a whole position" \
+	test "$new_1_4" -eq $((reaped_1_4 + (1 << 40) + 1))
+rule_1_4=$(in_db $from_db -c "SELECT dlock.next_fencing_token($reaped_1_4, NULL, NULL, 1, 1)")
+check "it is the token dlock.next_fencing_token gives for that floor" test "$rule_1_4" = "$new_1_4"
+after_reap_1_4=$(in_db $from_db -c "SELECT dlock.release('upgrade:new-after-1.4', '$owner')" -c "SELECT dlock.reap('0 seconds')" \
+	-c "SELECT count(*) || ' ' || min(grant_timeline) || ' ' || bool_and(grant_system = (SELECT system_identifier FROM pg_control_system())) FROM dlock.token_floor" | tail -n 1)
+check "a reap after the update leaves one floor row with its position and cluster ($after_reap_1_4)" \
+	test "$after_reap_1_4" = "1 1 true"
+again_1_4=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire('upgrade:new-after-1.4', '1 hour', '$owner')")
+check "the reaped name comes back one above its last token" test "$again_1_4" -eq $((new_1_4 + 1))
+restore_1_4=$(in_db $from_db -c "SELECT dlock.after_restore()" \
+	-c "SELECT fencing_token FROM dlock.try_acquire('upgrade:new-after-1.4', '1 hour', '$owner')" | paste -sd' ')
+set -- $restore_1_4
+check "dlock.after_restore ends the lease and moves the name by a whole timeline ($restore_1_4)" \
+	test "${2:-0}" -eq $((again_1_4 + (16384 << 40) + 1))
 psql -X -q -d postgres -c "DROP DATABASE $from_db"
 
 # --- the regress suite on an updated database ----------------------------
