@@ -84,6 +84,13 @@ tests/sql_edition/api.sh $ext_db $owner sql >"$scratch/api-sql.log" 2>&1
 sql_summary=$(tail -n 1 "$scratch/api-sql.log")
 grep FAILED "$scratch/api-sql.log"
 check "shared API tests pass on the SQL edition ($sql_summary)" grep -q ' 0 failed$' "$scratch/api-sql.log"
+# the one token rule: the shared vectors (the C extension's in 14-token-rule;
+# 16-sql-edition-safety has the negative control, 1.4.2's rule)
+. tests/lib/token_vectors.sh
+vectors=$(token_vector_mismatches $ext_db 2>&1)
+grep '^mismatch' <<<"$vectors"
+check "the token rule's vectors hold in the SQL edition ($(tail -n 2 <<<"$vectors" | tr '\n' ' '))" \
+	bash -c "grep -qx 'mismatches 0' <<<'$vectors' && grep -q '^vectors [1-9]' <<<'$vectors'"
 
 surface() {
 	q "$1" "SELECT string_agg(s, E'\n' ORDER BY s) FROM (
