@@ -70,6 +70,7 @@ check "negative control: an unqualified operator in one DO block is found ($(gre
 c_out=$(PGSPOT=$pgspot scripts/pgspot.py --edition c 2>&1 | grep -v '^pgspot: ')
 new_c=$(comm -23 <(sort <<<"$c_out" | sed '/^$/d') <(grep -v '^#' tests/sql_edition/pgspot-c-edition.txt | sort))
 echo "    C extension: $(grep -c . <<<"$c_out") findings, listed in tests/sql_edition/pgspot-c-edition.txt for its next version"
+[ -n "$new_c" ] && sed 's/^/    new: /' <<<"$new_c"
 check "pgspot: no finding in the C extension's scripts beyond those listed ($(grep -c . <<<"$new_c") new)" test -z "$new_c"
 
 # --- servers ------------------------------------------------------------------------
