@@ -3448,7 +3448,7 @@ $_pgtle_$
 );
 SELECT pgtle.install_update_path('pg_dlock_sql', '1.4.2', '1.5',
 $_pgtle_$
-/* sql_edition/pg_dlock_sql--1.4.2--1.5.sql -- pg_dlock_sql 1.4.2 -> 1.5: one snapshot rule, durable grants, refusals that leave nothing, a kind lock no other role can take, settings that pg_dump keeps */
+/* sql_edition/pg_dlock_sql--1.4.2--1.5.sql -- pg_dlock_sql 1.4.2 -> 1.5: one snapshot rule, durable grants, refusals that leave nothing, a kind lock no other role can take, settings that pg_dump keeps, the one token rule */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 
@@ -3484,6 +3484,10 @@ SET LOCAL search_path = pg_catalog, pg_temp;
  *    default the installation wrote.
  *  - 'infinity' as a wait or max_hold is refused with 22023 on PostgreSQL
  *    17 too (it raised 22003 there).
+ *  - The one token rule of the C extension (dlock.next_fencing_token, the
+ *    shared vectors in regress/token_rule_vectors.csv): grants at history
+ *    positions, the reap floor a token state with its position and
+ *    cluster; dlock.after_restore.
  */
 
 -- A grant, renewal or release of an older version running while this

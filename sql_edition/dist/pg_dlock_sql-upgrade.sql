@@ -1412,7 +1412,7 @@ UPDATE dlock.plain_install SET version = '1.4.2', installed_at = pg_catalog.cloc
 SELECT :'dlock_installed_version' = '1.4.2' AS dlock_step \gset
 \if :dlock_step
 \echo updating the pg_dlock SQL edition from 1.4.2 to 1.5
-/* sql_edition/pg_dlock_sql--1.4.2--1.5.sql -- pg_dlock_sql 1.4.2 -> 1.5: one snapshot rule, durable grants, refusals that leave nothing, a kind lock no other role can take, settings that pg_dump keeps */
+/* sql_edition/pg_dlock_sql--1.4.2--1.5.sql -- pg_dlock_sql 1.4.2 -> 1.5: one snapshot rule, durable grants, refusals that leave nothing, a kind lock no other role can take, settings that pg_dump keeps, the one token rule */
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 
@@ -1448,6 +1448,10 @@ SET LOCAL search_path = pg_catalog, pg_temp;
  *    default the installation wrote.
  *  - 'infinity' as a wait or max_hold is refused with 22023 on PostgreSQL
  *    17 too (it raised 22003 there).
+ *  - The one token rule of the C extension (dlock.next_fencing_token, the
+ *    shared vectors in regress/token_rule_vectors.csv): grants at history
+ *    positions, the reap floor a token state with its position and
+ *    cluster; dlock.after_restore.
  */
 
 -- A grant, renewal or release of an older version running while this
