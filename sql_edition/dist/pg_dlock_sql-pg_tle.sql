@@ -3889,6 +3889,25 @@ EXCEPTION WHEN datetime_field_overflow OR interval_field_overflow OR numeric_val
 END
 $$;
 
+-- A wait, idle_for or older_than: not NULL, not negative; a wait must end
+-- before the last timestamp, and none may be infinite (reap and the purges
+-- count it back from now: 22003 on PostgreSQL 17 before 1.5).
+CREATE OR REPLACE FUNCTION dlock._check_wait(wait interval, arg_name text DEFAULT 'wait')
+RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM dlock._not_null(arg_name, wait IS NULL);
+	IF wait < interval '0' THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+			MESSAGE = pg_catalog.format('%s must not be negative', arg_name);
+	END IF;
+	IF arg_name = 'wait' OR NOT pg_catalog.isfinite(wait) THEN
+		PERFORM dlock._check_end(wait, arg_name);
+	END IF;
+END
+$$;
+
 ------------------------------------------------------------------------------
 -- The grants: latest committed state, nothing left by a refusal
 ------------------------------------------------------------------------------

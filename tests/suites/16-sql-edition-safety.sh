@@ -289,10 +289,11 @@ for db in $old $new; do
 	i1=$(AS=$app sqlstate $db "SELECT dlock.acquire('inf', '1 minute', 'infinity')")
 	i2=$(AS=$app sqlstate $db "SELECT dlock.try_acquire('inf', '1 minute', max_hold => 'infinity')")
 	i3=$(AS=$app sqlstate $db "SELECT dlock.acquire_shared('inf2', '1 minute', 'infinity')")
+	i4=$(AS=$owner sqlstate $db "SELECT dlock.reap('infinity')")
 	if [ $db = $old ]; then
-		check "negative control: 1.4.2 on PostgreSQL 17 gives 22003 for an infinite wait or max_hold ($i1 $i2 $i3)" test "$i1 $i2" = "22003 22003"
+		check "negative control: 1.4.2 on PostgreSQL 17 gives 22003 for an infinite wait, max_hold or idle_for ($i1 $i2 $i3 $i4)" test "$i1 $i2 $i4" = "22003 22003 22003"
 	else
-		check "1.5 refuses an infinite wait or max_hold with 22023 ($i1 $i2 $i3)" test "$i1 $i2 $i3" = "22023 22023 22023"
+		check "1.5 refuses an infinite wait, max_hold or reap's idle_for with 22023 ($i1 $i2 $i3 $i4)" test "$i1 $i2 $i3 $i4" = "22023 22023 22023 22023"
 	fi
 done
 
