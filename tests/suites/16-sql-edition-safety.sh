@@ -247,6 +247,20 @@ for db in $old $new; do
 	fi
 done
 
+# renew and release decide on the row they lock: in REPEATABLE READ, a row
+# changed after the snapshot is refused (40001), never judged as the snapshot had it
+AS=$owner q $new "SELECT dlock.try_acquire('rr:renew', '1 minute', '00000000-0000-0000-0000-0000000000f1')" >/dev/null
+(sleep 0.5; AS=$owner q $new "SELECT dlock.renew('rr:renew', '00000000-0000-0000-0000-0000000000f1', '2 minutes')" >/dev/null) &
+rn=$(AS=$owner sqlstate $new "BEGIN ISOLATION LEVEL REPEATABLE READ" "SELECT 1" "SELECT pg_sleep(1)" \
+	"SELECT dlock.renew('rr:renew', '00000000-0000-0000-0000-0000000000f1', '5 minutes')" "COMMIT")
+wait
+(sleep 0.5; AS=$owner q $new "SELECT dlock.renew('rr:renew', '00000000-0000-0000-0000-0000000000f1', '2 minutes')" >/dev/null) &
+rl=$(AS=$owner sqlstate $new "BEGIN ISOLATION LEVEL REPEATABLE READ" "SELECT 1" "SELECT pg_sleep(1)" \
+	"SELECT dlock.release('rr:renew', '00000000-0000-0000-0000-0000000000f1')" "COMMIT")
+wait
+check "REPEATABLE READ: a renew and a release of a row changed after the snapshot are refused with 40001 ($rn $rl)" \
+	test "$rn $rl" = "40001 40001"
+
 # --- 4. a refusal leaves nothing: the loser of a new name's creation ------------------------
 # S1 creates the name and holds its transaction open; S2 waits for the kind
 # lock, finds the name taken and is refused; in S2's still open transaction:
