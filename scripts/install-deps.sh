@@ -4,7 +4,7 @@
 # Usage: scripts/install-deps.sh [core|client|bench|ha|debian|all]   (default: all)
 set -euo pipefail
 
-core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml)
+core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml python3-venv)
 # spin checks the protocol model (model/); its verifiers are compiled with gcc
 model=(spin)
 # python3-venv: the Python client's suite makes a virtual environment (42-python);
@@ -52,7 +52,23 @@ fi
 if { [ "${1:-all}" = all ] || [ "${1:-all}" = client ]; } && ! command -v npm >/dev/null; then
 	missing+=(nodejs npm)
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# pgspot (PyPI, pinned) checks the install and update scripts of both editions
+# (scripts/pgspot.py, tests/suites/06-pgspot.sh), from a virtual environment
+# of its own; tests find it at $DLOCK_PGSPOT_VENV/bin/pgspot.
+PGSPOT_VERSION=0.9.4
+pgspot_venv=${DLOCK_PGSPOT_VENV:-/var/cache/pg_dlock/pgspot-$PGSPOT_VERSION}
+install_pgspot() {
+	[ -x "$pgspot_venv/bin/pgspot" ] && return 0
+	echo "install-deps: installing pgspot $PGSPOT_VERSION into $pgspot_venv"
+	mkdir -p "$(dirname "$pgspot_venv")"
+	python3 -m venv "$pgspot_venv" && "$pgspot_venv/bin/pip" install -q "pgspot==$PGSPOT_VERSION"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+	install_pgspot
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	sudo="sudo"
@@ -77,4 +93,5 @@ fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 [ "$created_policy" -eq 1 ] && $sudo rm -f "$policy"
+install_pgspot
 exit 0

@@ -13,7 +13,7 @@
 -- token after them moves up by the whole history position.
 
 ALTER TABLE dlock.token_floor
-	ADD COLUMN grant_timeline integer CHECK (grant_timeline >= 0),
+	ADD COLUMN grant_timeline integer CHECK (grant_timeline OPERATOR(pg_catalog.>=) 0),
 	ADD COLUMN grant_system bigint;
 COMMENT ON TABLE dlock.token_floor IS
 'the token state left by dlock.reap (and dlock.after_restore) for the lock rows it removed: a name without a row takes the next token after it, by the rule of dlock.next_fencing_token';

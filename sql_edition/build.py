@@ -187,7 +187,7 @@ tle = [header,
        "\\set ON_ERROR_STOP on\n",
        f"SELECT pgtle.install_extension(\n\t'pg_dlock_sql',\n\t{literal(base_version)},\n\t{literal(comment)},\n",
        dollar(with_schema(body(base, False))),
-       ",\n\tARRAY[]::text[]\n);\n"]
+       ",\n\tARRAY[]::pg_catalog.text[]\n);\n"]
 for frm, to, f in all_steps:
     tle.append(f"SELECT pgtle.install_update_path('pg_dlock_sql', {literal(frm)}, {literal(to)},\n")
     tle.append(dollar(body(f, False)) + "\n);\n")

@@ -3,6 +3,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE TO '1.3'" to load this file (or sql_edition/dist/pg_dlock_sql-upgrade.sql with psql -f). \quit
 
+-- Nothing below depends on the caller's search_path: every object is
+-- schema-qualified, and operators, types and functions are found in
+-- pg_catalog only (an extension script may run as a superuser).
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 /*
  * What the C extension's 1.3 (sql/pg_dlock--1.2--1.3.sql) added, with the
  * same signatures, return types, SQLSTATEs and privileges:
@@ -372,17 +377,20 @@ COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the serv
 -- the psql -f and pg_tle scripts, which run as that role already.)
 DO $owner$
 DECLARE
-	owner oid;
+	owner pg_catalog.oid;
 	obj record;
 BEGIN
-	SELECT e.extowner INTO owner FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_dlock_sql';
-	FOR obj IN SELECT p.oid::regprocedure AS name FROM pg_catalog.pg_proc p
-				WHERE p.pronamespace = 'dlock'::regnamespace AND p.proowner <> owner
+	SELECT e.extowner INTO owner FROM pg_catalog.pg_extension e
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_dlock_sql'::pg_catalog.name;
+	FOR obj IN SELECT p.oid::pg_catalog.regprocedure AS name FROM pg_catalog.pg_proc p
+				WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				  AND p.proowner OPERATOR(pg_catalog.<>) owner
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;
-	FOR obj IN SELECT c.oid::regclass AS name FROM pg_catalog.pg_class c
-				WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind IN ('r', 'v') AND c.relowner <> owner
+	FOR obj IN SELECT c.oid::pg_catalog.regclass AS name FROM pg_catalog.pg_class c
+				WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				  AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v']::pg_catalog."char"[]) AND c.relowner OPERATOR(pg_catalog.<>) owner
 	LOOP
 		EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;

@@ -3,6 +3,11 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pg_dlock_sql" to load this file (or sql_edition/dist/pg_dlock_sql-install.sql with psql -f). \quit
 
+-- Nothing below depends on the caller's search_path: every object is
+-- schema-qualified, and operators, types and functions are found in
+-- pg_catalog only (an extension script may run as a superuser).
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 /*
  * The SQL edition of pg_dlock: the same schema, function signatures, views,
  * SQLSTATEs and privileges as the C extension (sql/pg_dlock--*.sql) for what
@@ -34,13 +39,19 @@
 ------------------------------------------------------------------------------
 DO $check_install$
 DECLARE
-	schema_oid oid;
-	schema_owner name;
+	schema_oid pg_catalog.oid;
+	schema_owner pg_catalog.name;
 	owner_is_superuser boolean;
 	objects bigint;
-	installer name;
+	installer pg_catalog.name;
+	others_create boolean;
 BEGIN
-	IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pg_dlock') THEN
+	-- Every operator, cast and name below is pg_catalog's, written so: this
+	-- block runs as a superuser when the extension is trusted, in a schema
+	-- the installing role may already own (PostgreSQL's "Security
+	-- Considerations for Extensions").
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension
+				WHERE extname OPERATOR(pg_catalog.=) 'pg_dlock'::pg_catalog.name) THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'duplicate_object',
 			MESSAGE = 'extension "pg_dlock" is already installed in this database',
@@ -48,16 +59,34 @@ BEGIN
 			HINT = 'Use the installed pg_dlock, or drop it first (DROP EXTENSION pg_dlock) after moving its lock state.';
 	END IF;
 	SELECT n.oid, r.rolname, r.rolsuper INTO schema_oid, schema_owner, owner_is_superuser
-	  FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
-	 WHERE n.nspname = 'dlock';
+	  FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'dlock'::pg_catalog.name;
 	IF schema_oid IS NULL THEN
 		RETURN;
 	END IF;
-	SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_class WHERE relnamespace = schema_oid)
-		 + (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc WHERE pronamespace = schema_oid)
-		 + (SELECT pg_catalog.count(*) FROM pg_catalog.pg_type WHERE typnamespace = schema_oid)
+	-- Any object of any kind in the schema refuses it: relations, functions
+	-- and aggregates, types, operators, operator classes and families,
+	-- collations, conversions, text search objects, extended statistics,
+	-- constraints, another extension, default privileges for it.
+	SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_class WHERE relnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc WHERE pronamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_type WHERE typnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_operator WHERE oprnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_opclass WHERE opcnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_opfamily WHERE opfnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_collation WHERE collnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_conversion WHERE connamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_ts_config WHERE cfgnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_ts_dict WHERE dictnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_ts_parser WHERE prsnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_ts_template WHERE tmplnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_statistic_ext WHERE stxnamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_constraint WHERE connamespace OPERATOR(pg_catalog.=) schema_oid)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_extension WHERE extnamespace OPERATOR(pg_catalog.=) schema_oid
+										AND extname OPERATOR(pg_catalog.<>) 'pg_dlock_sql'::pg_catalog.name)
+		 OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM pg_catalog.pg_default_acl WHERE defaclnamespace OPERATOR(pg_catalog.=) schema_oid)
 	  INTO objects;
-	IF objects > 0 THEN
+	IF objects OPERATOR(pg_catalog.>) 0::bigint THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'duplicate_schema',
 			MESSAGE = 'schema dlock already contains objects',
@@ -67,16 +96,30 @@ BEGIN
 	-- The installing role: the owner of the extension being created into
 	-- this schema (a trusted extension's script runs as a superuser), else
 	-- the role running this script (psql -f).
-	SELECT r.rolname INTO installer FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_roles r ON r.oid = e.extowner
-	 WHERE e.extnamespace = schema_oid;
+	SELECT r.rolname INTO installer FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) e.extowner
+	 WHERE e.extnamespace OPERATOR(pg_catalog.=) schema_oid;
 	installer := coalesce(installer, CURRENT_USER);
-	IF schema_owner <> installer AND NOT owner_is_superuser THEN
+	IF schema_owner OPERATOR(pg_catalog.<>) installer AND NOT owner_is_superuser THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'insufficient_privilege',
 			MESSAGE = pg_catalog.format('schema dlock is owned by role %I, not by the installing role %I',
 										schema_owner, installer),
 			DETAIL = 'pg_dlock''s functions run with the extension owner''s rights and must not live in a schema another role controls.',
 			HINT = 'Drop schema dlock or make the installing role its owner after checking what it contains.';
+	END IF;
+	-- Nobody but its owner may create objects in it (they could appear
+	-- beside the extension's while this script runs).
+	SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+					WHERE n.oid OPERATOR(pg_catalog.=) schema_oid
+					  AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'::pg_catalog.text
+					  AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner)
+	  INTO others_create;
+	IF others_create THEN
+		RAISE EXCEPTION USING
+			ERRCODE = 'insufficient_privilege',
+			MESSAGE = 'other roles may create objects in schema dlock',
+			DETAIL = 'pg_dlock''s functions run with the extension owner''s rights and must not live in a schema another role controls.',
+			HINT = 'Revoke CREATE on schema dlock from every role but its owner, or drop the schema.';
 	END IF;
 END
 $check_install$;
@@ -1973,10 +2016,11 @@ GRANT SELECT ON dlock.lock_holders TO PUBLIC;
 ------------------------------------------------------------------------------
 DO $revoke_internal$
 DECLARE
-	f regprocedure;
+	f pg_catalog.regprocedure;
 BEGIN
-	FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
-			  WHERE p.pronamespace = 'dlock'::regnamespace AND p.proname LIKE '\_%'
+	FOR f IN SELECT p.oid::pg_catalog.regprocedure FROM pg_catalog.pg_proc p
+			  WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				AND pg_catalog.left(p.proname::pg_catalog.text, 1) OPERATOR(pg_catalog.=) '_'
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
 	END LOOP;
@@ -1997,13 +2041,14 @@ DECLARE
 	obj record;
 BEGIN
 	EXECUTE 'ALTER SCHEMA dlock OWNER TO @extowner@';
-	FOR obj IN SELECT c.oid::regclass AS name FROM pg_catalog.pg_class c
-				WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind IN ('r', 'v')
+	FOR obj IN SELECT c.oid::pg_catalog.regclass AS name FROM pg_catalog.pg_class c
+				WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				  AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v']::pg_catalog."char"[])
 	LOOP
 		EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO @extowner@', obj.name);
 	END LOOP;
-	FOR obj IN SELECT p.oid::regprocedure AS name FROM pg_catalog.pg_proc p
-				WHERE p.pronamespace = 'dlock'::regnamespace
+	FOR obj IN SELECT p.oid::pg_catalog.regprocedure AS name FROM pg_catalog.pg_proc p
+				WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO @extowner@', obj.name);
 	END LOOP;

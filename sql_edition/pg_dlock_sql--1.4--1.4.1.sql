@@ -3,6 +3,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE TO '1.4.1'" to load this file (or sql_edition/dist/pg_dlock_sql-upgrade.sql with psql -f). \quit
 
+-- Nothing below depends on the caller's search_path: every object is
+-- schema-qualified, and operators, types and functions are found in
+-- pg_catalog only (an extension script may run as a superuser).
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 /*
  * The C extension refuses the nil UUID only as the owner token of an acquire
  * (docs/reference.md: two clients that never set their token would share one

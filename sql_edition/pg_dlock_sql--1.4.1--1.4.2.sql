@@ -3,6 +3,11 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION pg_dlock_sql UPDATE TO '1.4.2'" to load this file (or sql_edition/dist/pg_dlock_sql-upgrade.sql with psql -f). \quit
 
+-- Nothing below depends on the caller's search_path: every object is
+-- schema-qualified, and operators, types and functions are found in
+-- pg_catalog only (an extension script may run as a superuser).
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 /*
  * The C extension's tests, run on this edition, and its fault suite found
  * where it broke the rules it shares with the C extension. The SQL API is
@@ -106,8 +111,20 @@ $$;
 REVOKE ALL ON FUNCTION dlock._mirror_reap_floor() FROM PUBLIC;
 CREATE TRIGGER mirror_reap_floor AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dlock.token_floor
 	FOR EACH STATEMENT EXECUTE FUNCTION dlock._mirror_reap_floor();
-SELECT pg_catalog.setval('dlock.reap_floor',
-						 coalesce((SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f), 0), true);
+-- The sequence starts at the floor as it is now. The table belongs to the
+-- extension's owner, who could have changed its columns: read it as that
+-- owner (this function is handed to it below and run after the hand-over),
+-- never with the rights this script may run with (a superuser's).
+CREATE FUNCTION dlock._start_reap_floor()
+RETURNS void LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM pg_catalog.setval('dlock.reap_floor',
+							  coalesce((SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f), 0), true);
+END
+$$;
+REVOKE ALL ON FUNCTION dlock._start_reap_floor() FROM PUBLIC;
 
 -- the floor a grant of a new name must issue above: as it is now
 CREATE FUNCTION dlock._reap_floor()
@@ -733,20 +750,31 @@ REVOKE ALL ON FUNCTION dlock._try_all(text[], interval, uuid, text, boolean) FRO
 -- the psql -f and pg_tle scripts, which run as that role already.)
 DO $owner$
 DECLARE
-	owner oid;
+	owner pg_catalog.oid;
 	obj record;
 BEGIN
-	SELECT e.extowner INTO owner FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_dlock_sql';
-	FOR obj IN SELECT p.oid::regprocedure AS name FROM pg_catalog.pg_proc p
-				WHERE p.pronamespace = 'dlock'::regnamespace AND p.proowner <> owner
+	SELECT e.extowner INTO owner FROM pg_catalog.pg_extension e
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_dlock_sql'::pg_catalog.name;
+	FOR obj IN SELECT p.oid::pg_catalog.regprocedure AS name FROM pg_catalog.pg_proc p
+				WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				  AND p.proowner OPERATOR(pg_catalog.<>) owner
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;
-	FOR obj IN SELECT c.oid::regclass AS name FROM pg_catalog.pg_class c
-				WHERE c.relnamespace = 'dlock'::regnamespace AND c.relkind IN ('r', 'v', 'S') AND c.relowner <> owner
+	FOR obj IN SELECT c.oid::pg_catalog.regclass AS name FROM pg_catalog.pg_class c
+				WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('dlock')::pg_catalog.oid
+				  AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'v', 'S']::pg_catalog."char"[]) AND c.relowner OPERATOR(pg_catalog.<>) owner
 	LOOP
 		EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', obj.name, pg_catalog.pg_get_userbyid(owner));
 	END LOOP;
 END
 $owner$;
 -- END extension owner
+
+-- as the extension's owner (the function is its own now)
+DO $start_reap_floor$
+BEGIN
+	PERFORM dlock._start_reap_floor();
+END
+$start_reap_floor$;
+DROP FUNCTION dlock._start_reap_floor();

@@ -84,6 +84,13 @@ tests/sql_edition/api.sh $ext_db $owner sql >"$scratch/api-sql.log" 2>&1
 sql_summary=$(tail -n 1 "$scratch/api-sql.log")
 grep FAILED "$scratch/api-sql.log"
 check "shared API tests pass on the SQL edition ($sql_summary)" grep -q ' 0 failed$' "$scratch/api-sql.log"
+# the one token rule: the shared vectors (the C extension's in 14-token-rule;
+# 16-sql-edition-safety has the negative control, 1.4.2's rule)
+. tests/lib/token_vectors.sh
+vectors=$(token_vector_mismatches $ext_db 2>&1)
+grep '^mismatch' <<<"$vectors"
+check "the token rule's vectors hold in the SQL edition ($(tail -n 2 <<<"$vectors" | tr '\n' ' '))" \
+	bash -c "grep -qx 'mismatches 0' <<<'$vectors' && grep -q '^vectors [1-9]' <<<'$vectors'"
 
 surface() {
 	q "$1" "SELECT string_agg(s, E'\n' ORDER BY s) FROM (
@@ -211,15 +218,16 @@ check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through every step ($up2_sta
 	test "$up2_state $up2" = "ok $version 0 "
 check_same_surface_as_new $up2_db up2
 
-# psql -f: a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
+# psql -f: a 1.4.2, a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
 # their sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-for from in 1.4.1 1.4 1.3 1.2; do
+for from in 1.4.2 1.4.1 1.4 1.3 1.2; do
 	mkdir -p "$scratch/v$from"
 	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
 	[ $from != 1.2 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
-	case $from in 1.4 | 1.4.1) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
-	[ $from = 1.4.1 ] && cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/"
+	case $from in 1.4 | 1.4.1 | 1.4.2) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
+	case $from in 1.4.1 | 1.4.2) cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/" ;; esac
+	[ $from = 1.4.2 ] && cp sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql "$scratch/v$from/"
 	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
 	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
 	owner_database $up_plain $owner
@@ -232,7 +240,7 @@ for from in 1.4.1 1.4 1.3 1.2; do
 		test "$(AS=$owner q $up_plain "SELECT version FROM dlock.plain_install")" = "$version"
 	check_same_surface_as_new $up_plain up-plain
 	p_after=$(AS=$owner sqlstate $up_plain "SET dlock.durability = fenced" "SELECT dlock.try_acquire('up-fenced-2', '1 minute')")
-	if [ $from = 1.4 ] || [ $from = 1.4.1 ]; then
+	if [ $from != 1.3 ] && [ $from != 1.2 ]; then
 		check "... under dlock.durability = fenced $from refuses, and so does $version ($p_before, $p_after)" \
 			test "$p_before $p_after" = "0A000 0A000"
 	else
@@ -241,7 +249,7 @@ for from in 1.4.1 1.4 1.3 1.2; do
 	fi
 	p_nil_after=$(AS=$owner q $up_plain "SELECT dlock.release('up:ex', '$nil')")
 	nil_before_want=22023
-	[ $from = 1.4.1 ] && nil_before_want=ok
+	case $from in 1.4.1 | 1.4.2) nil_before_want=ok ;; esac
 	check "... release with the nil UUID: $nil_before_want in $from, false in $version ($p_nil_before, $p_nil_after)" \
 		test "$p_nil_before $p_nil_after" = "$nil_before_want f"
 	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
@@ -317,8 +325,8 @@ check "the pg_tle script calls pgtle.install_extension(name, version, descriptio
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
 tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1 and 1.4.2, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2 pg_dlock_sql $version "
+check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2 and 1.5, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2, pg_dlock_sql 1.4.2->1.5 pg_dlock_sql $version "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -326,7 +334,7 @@ check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1 and 1.4.2,
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2; do
+for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2 1.4.2--1.5; do
 	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
 done
 printf "default_version = '%s'\nrelocatable = false\n" "$version" >"$share/pg_dlock_sqled_tle_test.control"
@@ -411,7 +419,7 @@ promoted=$(PGPORT=$port3 AS=$owner q tokens "SELECT dlock.force_release('tok:pro
 check "the promoted standby had missed the last grants (it saw ${seen}, the primary granted $missed)" test "$seen" -lt "$missed"
 check "its next token ($promoted) is above every token the old primary granted ($missed)" test "${promoted:-0}" -gt "$missed"
 new_name=$(PGPORT=$port3 AS=$owner q tokens "SELECT fencing_token >> 40 FROM dlock.try_acquire('tok:new-after-promotion', '1 hour')")
-check "a new name on the promoted server starts in generation 2 (its timeline)" test "$new_name" = 2
+check "a new name on the promoted server starts at its history position (generation $new_name: timeline 2 is position 16385)" test "$new_name" = 16385
 
 stop_server "$PG_BINDIR" "$standby" immediate
 stop_server "$PG_BINDIR" "$other" immediate
