@@ -51,7 +51,9 @@ PG_FUNCTION_INFO_V1(dlock_downgrade);
 /*
  * dlock.downgrade(lock_name, owner_token) returns dlock.lease
  *
- * NULL when owner_token holds no live exclusive lease of lock_name.
+ * NULL when owner_token holds no live exclusive lease of lock_name, nor a
+ * live shared lease of it: an owner that already downgraded (a retry after
+ * an unknown outcome) gets its shared lease as it is.
  */
 Datum
 dlock_downgrade(PG_FUNCTION_ARGS)
@@ -76,7 +78,11 @@ dlock_downgrade(PG_FUNCTION_ARGS)
 	if (!dlock_lease_end_for_downgrade(lock_name, owner, &row))
 	{
 		dlock_holder_downgrade_refused(lock_name);
-		PG_RETURN_NULL();
+		/* a retry after a downgrade that committed: its shared lease */
+		lease = dlock_holder_downgraded_lease(lock_name, owner, tupdesc, CurrentMemoryContext);
+		if (lease == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(HeapTupleGetDatum(lease));
 	}
 	ended = dlock_row_ended_lease(&row);
 	dlock_report_end(lock_name, "downgrade", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &ended);

@@ -1283,6 +1283,50 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 	return attempt.lease;
 }
 
+/* the owner's live shared lease of the name, if it has one */
+static DlockStatement owner_shared_stmt = {
+	.sql =
+	"SELECT h.fencing_seq, h.lease_until FROM dlock.lock_holder h"
+	" WHERE h.lock_name = $1 AND h.owner_token = $2 AND h.kind = 's'"
+	"   AND h.lease_until > pg_catalog.clock_timestamp()"
+	" ORDER BY h.fencing_seq DESC LIMIT 1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, UUIDOID},
+};
+#define OWNER_SHARED_COL_SEQ 1
+#define OWNER_SHARED_COL_UNTIL 2
+
+/*
+ * A downgrade retried by its owner, whose exclusive lease is gone: the
+ * shared lease it holds of the name, as it is (NULL if none). So a caller
+ * that did not learn whether its downgrade committed asks again and gets
+ * the shared lease's token, without extending or changing anything.
+ */
+HeapTuple
+dlock_holder_downgraded_lease(text *lock_name, pg_uuid_t *owner, TupleDesc tupdesc,
+							  MemoryContext cxt)
+{
+	HolderArgs	args = {.kind = KIND_SHARED, .lock_name = lock_name, .owner = owner};
+	Datum		values[2];
+	HeapTuple	lease = NULL;
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return NULL;
+	values[0] = PointerGetDatum(lock_name);
+	values[1] = UUIDPGetDatum(owner);
+	dlock_sql_connect();
+	if (dlock_execute(&owner_shared_stmt, values, NULL, 1) == 1)
+	{
+		bool		isnull;
+		int64		token = DatumGetInt64(dlock_sql_value(0, OWNER_SHARED_COL_SEQ, &isnull));
+		TimestampTz until = DatumGetTimestampTz(dlock_sql_value(0, OWNER_SHARED_COL_UNTIL, &isnull));
+
+		lease = holder_lease_tuple(tupdesc, cxt, &args, token, until);
+	}
+	dlock_sql_finish();
+	return lease;
+}
+
 /*
  * Check and collect the arguments. The kind's own arguments come first:
  * (lock_name, ttl) for shared, (semaphore_name, permits, ttl) for permits;

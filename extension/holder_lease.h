@@ -32,6 +32,8 @@ extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_use
 extern bool dlock_holder_holds(text *lock_name, int64 token);
 extern void dlock_holder_downgrade_begin(text *lock_name);
 extern void dlock_holder_downgrade_refused(text *lock_name);
+extern HeapTuple dlock_holder_downgraded_lease(text *lock_name, pg_uuid_t *owner,
+												TupleDesc tupdesc, MemoryContext cxt);
 extern HeapTuple dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 												TimestampTz until,
 												const DlockGrantCommit *commit,

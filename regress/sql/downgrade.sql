@@ -26,8 +26,9 @@ SELECT kind, holder FROM dlock.lock_holders WHERE lock_name = 'dg:report';
 -- no writer gets in; another reader does
 SELECT dlock.try_acquire('dg:report', '1 minute', '00000000-0000-0000-0000-0000000000d2') AS writer;
 SELECT (dlock.try_acquire_shared('dg:report', '1 minute', '00000000-0000-0000-0000-0000000000d3')).fencing_token IS NOT NULL AS reader_joined;
--- a second downgrade finds no exclusive lease: NULL
-SELECT dlock.downgrade('dg:report', '00000000-0000-0000-0000-0000000000d1') AS again;
+-- a second downgrade finds no exclusive lease: the owner's shared lease, as it is
+SELECT a.fencing_token = d.fencing_token AS again_same_token, a.lease_until = d.lease_until AS again_same_until
+  FROM dlock.downgrade('dg:report', '00000000-0000-0000-0000-0000000000d1') a, downgraded d;
 -- the downgraded lease renews and releases as a shared lease
 SELECT dlock.renew('dg:report', '00000000-0000-0000-0000-0000000000d1', '2 minutes') > now() + interval '1 minute' AS renewed;
 SELECT dlock.release('dg:report', '00000000-0000-0000-0000-0000000000d1') AS released;
@@ -47,9 +48,11 @@ SELECT dlock.downgrade('dg:other', '00000000-0000-0000-0000-0000000000d5') AS no
 SELECT state, kind FROM dlock.locks WHERE lock_name = 'dg:other';
 -- an unknown name
 SELECT dlock.downgrade('dg:nobody', '00000000-0000-0000-0000-0000000000d4') AS unknown_name;
--- a shared lease cannot be downgraded (nor upgraded)
-SELECT (dlock.try_acquire_shared('dg:readers', '1 minute', '00000000-0000-0000-0000-0000000000d6')).fencing_token IS NOT NULL AS reader;
-SELECT dlock.downgrade('dg:readers', '00000000-0000-0000-0000-0000000000d6') AS shared_lease;
+-- a shared lease cannot be downgraded (nor upgraded): its owner gets it as it is
+SELECT fencing_token AS reader_token
+  FROM dlock.try_acquire_shared('dg:readers', '1 minute', '00000000-0000-0000-0000-0000000000d6') \gset
+SELECT fencing_token = :reader_token AS shared_lease_as_it_is
+  FROM dlock.downgrade('dg:readers', '00000000-0000-0000-0000-0000000000d6');
 SELECT dlock.release('dg:readers', '00000000-0000-0000-0000-0000000000d6') AS released;
 -- an expired lease is gone: NULL
 SELECT (dlock.try_acquire('dg:expired', '10 ms', '00000000-0000-0000-0000-0000000000d7')).fencing_token IS NOT NULL AS held;
@@ -109,6 +112,22 @@ SELECT lease_until > now() + interval '1 second' AS shared_timed_from_the_call
   FROM dlock.try_acquire_shared('dg:late-shared', '1 second', '00000000-0000-0000-0000-0000000000e7');
 COMMIT;
 SELECT dlock.release('dg:late-shared', '00000000-0000-0000-0000-0000000000e7') AS released;
+
+------------------------------------------------------------------------
+-- A retry by the owner that did not learn the outcome: the shared lease
+-- its downgrade gave it, as it is; nobody else's, nothing after a release
+------------------------------------------------------------------------
+SELECT fencing_token AS retry_exclusive
+  FROM dlock.try_acquire('dg:retry', '1 minute', '00000000-0000-0000-0000-0000000000e8') \gset
+SELECT fencing_token AS retry_shared, lease_until AS retry_until
+  FROM dlock.downgrade('dg:retry', '00000000-0000-0000-0000-0000000000e8') \gset
+SELECT :retry_shared > :retry_exclusive AS shared_above;
+SELECT fencing_token = :retry_shared AS same_token, lease_until = :'retry_until' AS same_lease_until
+  FROM dlock.downgrade('dg:retry', '00000000-0000-0000-0000-0000000000e8');
+SELECT count(*) AS one_shared_lease FROM dlock.lock_holders WHERE lock_name = 'dg:retry';
+SELECT dlock.downgrade('dg:retry', '00000000-0000-0000-0000-0000000000e9') IS NULL AS another_owner_refused;
+SELECT dlock.release('dg:retry', '00000000-0000-0000-0000-0000000000e8') AS released;
+SELECT dlock.downgrade('dg:retry', '00000000-0000-0000-0000-0000000000e8') IS NULL AS nothing_after_release;
 
 ------------------------------------------------------------------------
 -- Waiters: nobody waits here (NULL when pg_dlock is not preloaded)

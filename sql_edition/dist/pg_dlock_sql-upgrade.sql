@@ -2227,6 +2227,22 @@ BEGIN
 END
 $$;
 
+-- A downgrade retried by its owner after an unknown outcome: the shared
+-- lease that the downgrade gave it, as it is (NULL if none)
+CREATE FUNCTION dlock._downgraded_lease(p_lock_name text, p_owner uuid)
+RETURNS dlock.lease LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT ROW(h.lock_name, h.owner_token, h.fencing_seq, h.lease_until)::dlock.lease
+	  FROM dlock.lock_holder h
+	 WHERE h.lock_name OPERATOR(pg_catalog.=) p_lock_name
+	   AND h.owner_token OPERATOR(pg_catalog.=) p_owner
+	   AND h.kind OPERATOR(pg_catalog.=) 's'::pg_catalog."char"
+	   AND h.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+	 ORDER BY h.fencing_seq DESC LIMIT 1
+$$;
+REVOKE ALL ON FUNCTION dlock._downgraded_lease(text, uuid) FROM PUBLIC;
+
 -- downgrade: refused where the grant it makes would be
 CREATE OR REPLACE FUNCTION dlock.downgrade(lock_name text, owner_token uuid)
 RETURNS dlock.lease LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -2245,7 +2261,7 @@ BEGIN
 	SELECT * INTO r FROM dlock.distributed_lock l
 	 WHERE l.lock_name = downgrade.lock_name AND l.owner_token = downgrade.owner_token;
 	IF NOT FOUND OR r.lease_until <= pg_catalog.clock_timestamp() THEN
-		RETURN NULL;
+		RETURN dlock._downgraded_lease(downgrade.lock_name, downgrade.owner_token);
 	END IF;
 	PERFORM dlock._check_downgrade(r);
 	-- Decided under locks from here on: a refusal rolls back this
@@ -2273,7 +2289,7 @@ BEGIN
 		END IF;
 		RETURN result;
 	EXCEPTION WHEN SQLSTATE 'PD098' THEN
-		RETURN NULL;
+		RETURN dlock._downgraded_lease(downgrade.lock_name, downgrade.owner_token);
 	END;
 END
 $$;
