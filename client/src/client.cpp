@@ -317,29 +317,40 @@ renewal renew_lease(client_core& core, std::unique_ptr<session>& s, const std::s
     }
 }
 
-downgrading downgrade_lease(client_core& core, session& s, const std::string& name,
-                            const std::string& owner_token) {
+downgrading downgrade_lease(client_core& core, const std::string& name, const std::string& owner_token) {
     downgrading result;
-    try {
-        const call_result r = call(s, core.options.call_timeout, sql::downgrade, name, owner_token);
-        if (s.commit_uncertain()) {
-            ++core.stats.unknown_outcomes;
+    // An outcome not learned is asked again once on a fresh connection: a
+    // downgrade retried by its owner returns the shared lease it gave.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::optional<checked_out> held;
+        try {
+            session& s = *held.emplace(core);
+            const call_result r = call(s, core.options.call_timeout, sql::downgrade, name, owner_token);
+            if (s.commit_uncertain()) {
+                ++core.stats.unknown_outcomes;
+                continue;
+            }
+            if (r.size() != 1 || r[0][0].is_null()) {
+                result.result = outcome::refused;
+                return result;
+            }
+            result.result = outcome::done;
+            result.fencing_token = r[0][0].as<std::int64_t>();
             return result;
-        }
-        if (r.size() != 1 || r[0][0].is_null()) {
-            result.result = outcome::refused;
+        } catch (const connection_error&) {
+            // nothing was sent this time: the lease is as the last try left it
+            result.result = outcome::unknown;
             return result;
+        } catch (const std::exception& e) {
+            if (is_unknown_outcome(e)) {
+                if (held) held->discard();
+                ++core.stats.unknown_outcomes;
+                continue;
+            }
+            rethrow_mapped(name, owner_token);
         }
-        result.result = outcome::done;
-        result.fencing_token = r[0][0].as<std::int64_t>();
-        return result;
-    } catch (const std::exception& e) {
-        if (is_unknown_outcome(e)) {
-            ++core.stats.unknown_outcomes;
-            return result;
-        }
-        rethrow_mapped(name, owner_token);
     }
+    result.result = outcome::unknown;
     return result;
 }
 

@@ -122,15 +122,17 @@ private:
                                   const std::string& owner_token, std::chrono::milliseconds ttl,
                                   std::chrono::milliseconds timeout);
 
-/// dlock.downgrade on session s: done with the shared lease's token, refused
-/// when the owner holds no live exclusive lease of the name, unknown when the
-/// outcome was not seen. Throws mapped dlock errors for refusals of the call
+/// dlock.downgrade: done with the shared lease's token, refused when the
+/// owner holds no live exclusive lease of the name (nor the shared lease an
+/// earlier downgrade gave it), unknown when the outcome was not seen twice:
+/// an outcome not seen is asked again once on a fresh connection, and the
+/// server answers a retry with the shared lease the first try gave. Throws mapped dlock errors for refusals of the call
 /// itself (a lease policy a shared lease cannot keep: server_error 0A000).
 struct downgrading {
     outcome result = outcome::unknown;
     std::int64_t fencing_token = 0; ///< when done
 };
-[[nodiscard]] downgrading downgrade_lease(client_core& core, session& s, const std::string& name,
+[[nodiscard]] downgrading downgrade_lease(client_core& core, const std::string& name,
                                           const std::string& owner_token);
 
 /// The one release implementation (lease::release, client::release): done,

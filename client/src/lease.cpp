@@ -173,13 +173,7 @@ outcome lease::downgrade() {
         std::lock_guard<std::mutex> guard{s.mutex};
         if (s.released || s.loss) return outcome::refused;
     }
-    std::optional<internal::checked_out> held;
-    try {
-        held.emplace(core);
-    } catch (const connection_error&) {
-        return outcome::unknown; // nothing was sent: the lease is as it was
-    }
-    const internal::downgrading d = internal::downgrade_lease(core, **held, s.name, s.owner_token);
+    const internal::downgrading d = internal::downgrade_lease(core, s.name, s.owner_token);
     if (d.result == outcome::done) s.fencing_token = d.fencing_token;
     return d.result;
 }

@@ -130,6 +130,33 @@ TEST_F(sync_rep_test, canceled_sync_rep_wait_is_unknown_and_the_retry_keeps_the_
     EXPECT_EQ(column_of(name, "fencing_token"), l->fencing_token());
 }
 
+// A downgrade whose commit is in doubt is asked again on a fresh connection:
+// the server answers the owner's retry with the shared lease the first try
+// gave, so the lease learns its new token instead of staying unknown.
+TEST_F(sync_rep_test, downgrade_in_doubt_is_asked_again_and_learns_the_shared_token) {
+    const auto name = unique_name("syncrep-downgrade");
+    dlock::client c;
+    auto w = c.try_acquire(name, ttl(30s));
+    ASSERT_TRUE(w.has_value());
+    const std::int64_t exclusive_token = w->fencing_token();
+    const int pid = c.backend_pid();
+    set_sync_rep("regress_dlock_no_such_standby");
+
+    auto call = std::async(std::launch::async, [&] { return w->downgrade(); });
+    ASSERT_TRUE(wait_until_waiting(pid, "SyncRep", 5s)) << "the downgrade's commit did not wait for the standby";
+    sql("SELECT pg_cancel_backend(" + std::to_string(pid) + ")");
+    reset_sync_rep();
+
+    ASSERT_EQ(call.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(call.get(), dlock::outcome::done);
+    EXPECT_GE(c.metrics().unknown_outcomes, 1u);
+    EXPECT_GT(w->fencing_token(), exclusive_token);
+    const auto shared = sql("SELECT fencing_token FROM dlock.lock_holders WHERE lock_name = '" + admin().esc(name) + "'");
+    ASSERT_EQ(shared.size(), 1u) << "one shared lease, not two";
+    EXPECT_EQ(shared[0][0].as<std::int64_t>(), w->fencing_token());
+    EXPECT_EQ(w->release(), dlock::outcome::done);
+}
+
 TEST_F(sync_rep_test, commit_in_callers_transaction_reports_canceled_sync_rep_wait_as_unknown) {
     const auto name = unique_name("syncrep-txn");
     dlock::client c;
