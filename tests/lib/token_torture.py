@@ -162,6 +162,8 @@ class Torture:
             self.prof["steps"] = args.steps
         if args.no_reap:
             self.prof["reap"] = 0
+        if args.no_drop:
+            self.prof["drop"] = 0
         self.shared_names = [f"t:r{i}" for i in range(2)] if args.separate_kinds else NAMES
         base = args.dir
         self.dirs = [os.path.join(base, "a"), os.path.join(base, "b")]
@@ -550,6 +552,7 @@ def main():
     ap.add_argument("--no-reap", action="store_true", help="no dlock.reap steps")
     ap.add_argument("--separate-kinds", action="store_true",
                     help="shared leases on names of their own, no downgrade")
+    ap.add_argument("--no-drop", action="store_true", help="no DROP/CREATE EXTENSION steps")
     ap.add_argument("--no-drop-after-backup", action="store_true",
                     help="no DROP/CREATE EXTENSION between a backup and its restore")
     a = ap.parse_args()
