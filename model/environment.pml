@@ -327,6 +327,9 @@ end:	do
 	}
 #endif
 #endif
+#ifdef REAP_SLOTS
+	:: stmt_reap_slots(0)
+#endif
 #ifdef HOLDERS
 	/* a writer's exclusive acquire frees expired slots */
 	:: stmt_clear_expired(0)

@@ -125,9 +125,11 @@ inline acquire_decided(c, n)
 		:: else -> token_for_new_name(ng, nc)
 		fi;
 #if defined(HOLDERS) && !defined(BUG_EXCLUSIVE_BELOW_HOLDERS)
-		/* an exclusive grant continues above the holders' counter */
+		/* an exclusive grant continues above the holders' counter; with
+		 * REAP_SLOTS, as dlock_holders_allow_exclusive does, only when a
+		 * slot row of the name is there (probe.any_slot) */
 		if
-		:: hcounter[n] >= TOK(ng, nc) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
+		:: hcounter[n] >= TOK(ng, nc) HOLDER_COUNTER_READ(n) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
 		:: else -> skip
 		fi;
 #endif

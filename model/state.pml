@@ -224,4 +224,13 @@ byte hcounter[NN];
 #define SLOT_LIVE(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until > CLK)
 #define SLOT_PINNED(c, n, s) (slot[SL(n, s)].pins > 0)
 #define SLOT_EXPIRED_UNPINNED(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until <= CLK && slot[SL(n, s)].pins == 0)
+/* REAP_SLOTS (holders.pml stmt_reap_slots): the exclusive grant reads the
+ * holders' counter only while a slot row of the name is there;
+ * COUNTER_ALWAYS_READ: whenever the counter row is there (a remedy) */
+#if defined(REAP_SLOTS) && !defined(COUNTER_ALWAYS_READ)
+#define SLOT_ROW(c, n, s) (slot[SL(n, s)].tok != 0)
+#define HOLDER_COUNTER_READ(n) && ANY_SLOT(0, n, SLOT_ROW)
+#else
+#define HOLDER_COUNTER_READ(n)
+#endif
 #endif
