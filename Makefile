@@ -119,6 +119,7 @@ soak: deps
 	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile soak
+	TOKEN_TORTURE_PROFILE=long tests/run-all.sh 24-token-torture
 
 # Failover under Patroni (full profile); writes tests/ha/results/latest.md.
 ha: deps

@@ -10,13 +10,17 @@
 # failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
 # with 2 clients (each a reader or a writer at any moment) and 2 slots,
 # reap and a clock step either way; fenced grants with 2 crashes (no
-# failover: no standby copy to keep).
+# failover: no standby copy to keep); restores of an older backup with
+# dlock.after_restore and DROP/CREATE EXTENSION with the floor carried over,
+# among fenced grants (3), reaps and 2 crashes, separately a restore with 4
+# grants and a crash, and DROP/CREATE with 4 grants and 2 crashes.
 # full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock) and with 3
 # clients; fenced grants with 4 grants, and separately a crash and a
-# failover.
+# failover; restores and DROP/CREATE with 4 grants and 2 crashes, a
+# restore with 4 grants and 2 crashes, DROP/CREATE with time passing.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +48,7 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 # forward or back. "fenced": grants and renewals that may commit without
 # the WAL flush (dlock.durability = fenced), crashes that lose them, the
 # epoch, fenced writes by holders whose grant was lost.
+restore_base="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 case $profile in
 quick)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
@@ -51,6 +56,9 @@ quick)
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
 	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=5 -DMAXGRANT=3"
 	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
+	restores="$restore_base -DMAXRT=0 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=1"
+	backup4="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=1 -DMAXRESTORE=1 -DMAXDROP=0"
+	drops="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=0 -DMAXDROP=1"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
@@ -62,6 +70,9 @@ full)
 	three_holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DNC=3 -DMAXRT=3 -DMAXGRANT=3"
 	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 	fenced_failover="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=1 -DMAXGRANT=3 -DMAXCRASH=1 -DMAXFAIL=1 -DMAXNEWCLUSTER=0"
+	restores="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=1"
+	backup4="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=0"
+	drops="$restore_base -DMAXRT=1 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=0 -DMAXDROP=1"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -133,12 +144,12 @@ control() {
 	shortest=0
 	[ "${5:-}" = shortest ] && shortest=1
 	# shellcheck disable=SC2086
-	pan "-DPROP_$prop" "-D$switch" $config
+	pan "-DPROP_$prop" -D$switch $config
 	if grep -q "assertion violated" "$work/report" && grep -qE "errors: [1-9]" "$work/report"; then
 		result ok "$name: spin finds a counterexample to $prop ($switch)"
 		if [ $show_trails -eq 1 ]; then
 			# shellcheck disable=SC2086
-			(cd "$work" && spin -t "-DPROP_$prop" "-D$switch" $config pg_dlock.pml 2>&1 |
+			(cd "$work" && spin -t "-DPROP_$prop" -D$switch $config pg_dlock.pml 2>&1 |
 				awk '/^spin: text of failed assertion/ { exit } /^[ \t]*$/ { next }
 					{ sub(/^ +/, ""); print "          " $0 }' | head -n 40)
 		fi
@@ -158,6 +169,9 @@ property "P7 P8 P9 P10" "$holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 property "P1 P2 P4" "$fenced"
 [ "$profile" = full ] && property "P1 P2 P4" "$fenced_failover"
+property "P1 P2" "$restores"
+property "P1 P2" "$backup4"
+property "P1 P2" "$drops"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -177,6 +191,9 @@ control "a slot continues its block below the reap floor (a reaped name's shared
 control "a shared grant leaves an expired exclusive lease's owner set (then a clock step back)" P7 BUG_SHARED_KEEPS_EXPIRED_OWNER "$holders" shortest
 control "fenced grants without the epoch (dlock.test_ignore_epoch): a crash that lost a grant, the same token again" P1 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
 control "fenced grants without the epoch: the lost grant's holder writes after the new owner of its token" P4 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
+control "a new name's first token floor + 1 above a high floor (1.4's dlock_first_token): a first grant lost by a crash after the DROP EXTENSION carry-over, issued again" P1 BUG_FLOOR_PLUS_ONE "$drops" shortest
+control "the one-generation restore step of 1.4: a name the backup does not hold starts again at its lost first token" P1 BUG_RESTORE_ONE_GEN "$restores" shortest
+control "the one-generation restore step of 1.4, a backup holding every name: two fenced server lives lost by the restore, a token below theirs" P2 "BUG_RESTORE_ONE_GEN -DBACKUP_WITH_ROWS" "$backup4" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"

@@ -112,9 +112,82 @@ inline new_cluster()
 	copy_db(stby, pri)
 }
 
+#ifdef RESTORES
+byte nrestore, ndrop;
+
+/* BACKUP_WITH_ROWS: only a backup that holds a row of every name (for
+ * the control of finding 2 with the old step at its best) */
+#ifdef BACKUP_WITH_ROWS
+#if NN > 1
+#define BACKUP_ADMITS (dur.row[0].exists && dur.row[1].exists)
+#else
+#define BACKUP_ADMITS (dur.row[0].exists)
+#endif
+#else
+#define BACKUP_ADMITS true
+#endif
+
+/* the backup's tokens stay within the model's generations once moved */
+#define RESTORE_SHIFT ((maxtl - bak.tl + 1) * EPW)
+#define BAK_ROW_FITS(j) (!bak.row[j].exists || bak.row[j].gen + RESTORE_SHIFT < GMAX)
+#if NN > 1
+#define BAK_FITS (bak.floor.gen + RESTORE_SHIFT < GMAX && BAK_ROW_FITS(0) && BAK_ROW_FITS(1))
+#else
+#define BAK_FITS (bak.floor.gen + RESTORE_SHIFT < GMAX && BAK_ROW_FITS(0))
+#endif
+
+/*
+ * dlock.after_restore(lost_timelines) (admin.c): every lease of the
+ * restored state ends now, every token -- each row and the floor, an empty
+ * floor being (0, 0, 0) -- moves up by lost_timelines whole timelines of
+ * positions (EPW generations each). lost_timelines: the timelines the lost
+ * servers ran on since the backup's, as docs/fencing.md tells the operator
+ * to count them.
+ * BUG_RESTORE_ONE_GEN: the step docs/limits.md gave before 1.5 (finding
+ * 2): every row one generation up, and a floor row of the highest token,
+ * written by hand (no position).
+ */
+inline after_restore()
+{
+#ifdef BUG_RESTORE_ONE_GEN
+	for (_j : 0 .. NN - 1) {
+		if
+		:: pri.row[_j].exists ->
+			pri.row[_j].gen++;
+			if
+			:: TOK(pri.row[_j].gen, pri.row[_j].cnt) > TOK(pri.floor.gen, pri.floor.cnt) ->
+				pri.floor.gen = pri.row[_j].gen; pri.floor.cnt = pri.row[_j].cnt;
+				pri.floor.gtl = 0; pri.floor.gsys = 0
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi
+	}
+	printf("  the one-generation restore step of 1.4\n")
+#else
+	rg = (maxtl - pri.tl + 1) * EPW;	/* the shift, in generations */
+	for (_j : 0 .. NN - 1) {
+		if
+		:: pri.row[_j].exists ->
+			pri.row[_j].gen = pri.row[_j].gen + rg;
+			if
+			:: pri.row[_j].owner != 0 && pri.row[_j].until > CLK -> pri.row[_j].until = CLK
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi
+	}
+	pri.floor.gen = pri.floor.gen + rg;
+	printf("  dlock.after_restore(%d): every token %d generations up\n", maxtl - pri.tl + 1, rg);
+	rg = 0
+#endif
+}
+#endif
+
 proctype environment()
 {
 	byte _i, _j;
+	byte ng, nc, rg, rc;	/* stmt_reap's and after_restore's */
 
 end:	do
 	/* time passes */
@@ -201,6 +274,61 @@ end:	do
 		new_cluster()
 	}
 
+#ifdef RESTORES
+	/* a backup: a cold copy of the data directory, or a base backup with
+	 * the WAL up to its end; either holds the flushed state of some moment
+	 * (a cold copy's clean shutdown is a crash that lost nothing) */
+	:: atomic { !have_bak && nrestore < MAXRESTORE && BACKUP_ADMITS -> copy_db(bak, dur); have_bak = true; printf("backup taken\n") }
+	/* the primary is lost; the backup is restored on its timeline (the
+	 * same cluster: a copy keeps the system identifier) and
+	 * dlock.after_restore() runs before clients come back */
+	:: atomic {
+		have_bak && nrestore < MAXRESTORE && BAK_FITS -> nrestore++;
+		printf("the primary is lost: the backup is restored, then dlock.after_restore\n");
+		copy_db(pri, bak);
+		new_server_life();
+		end_all_transactions();
+		after_restore();
+		copy_db(dur, pri);
+		copy_db(stby, pri);
+		mark_lost_leases()
+	}
+	/* DROP EXTENSION, CREATE EXTENSION, and the carry-over of
+	 * docs/fencing.md: the highest token that the tables show (rows and
+	 * floor) becomes the new extension's floor, written by hand without a
+	 * position. Every row, and the epochs, go with the old extension: the
+	 * new dlock.token_epoch starts at epoch 0, unknown to this server
+	 * life. The resource fences stay (the model keeps them for P4). */
+	:: atomic {
+		ndrop < MAXDROP -> ndrop++;
+		ng = pri.floor.gen; nc = pri.floor.cnt;
+		for (_j : 0 .. NN - 1) {
+			if
+			:: pri.row[_j].exists && TOK(pri.row[_j].gen, pri.row[_j].cnt) > TOK(ng, nc) ->
+				ng = pri.row[_j].gen; nc = pri.row[_j].cnt
+			:: else -> skip
+			fi;
+			pri.row[_j].exists = false;
+			pri.row[_j].owner = 0;
+			pri.row[_j].gen = 0;
+			pri.row[_j].cnt = 0;
+			pri.row[_j].gtl = 0;
+			pri.row[_j].gsys = 0;
+			pri.row[_j].until = 0
+		}
+		pri.floor.gen = ng; pri.floor.cnt = nc; pri.floor.gtl = 0; pri.floor.gsys = 0;
+		pri.epoch = 0; pri.efenced = false;
+		life_started = false;
+		printf("DROP EXTENSION, CREATE EXTENSION, floor %d.%d carried over by hand\n", ng, nc);
+		ng = 0; nc = 0;
+		end_all_transactions();
+		copy_db(dur, pri);
+		mark_lost_leases()
+	}
+#endif
+#endif
+#ifdef REAP_SLOTS
+	:: stmt_reap_slots(0)
 #endif
 #ifdef HOLDERS
 	/* a writer's exclusive acquire frees expired slots */

@@ -8,12 +8,16 @@
  *   holders.pml      shared leases: holder slots, their grants, renewals,
  *                    holds() pins and the writer's clearing (HOLDERS)
  *   environment.pml  time, clock steps, crash, failover, dump/restore,
- *                    pg_upgrade, reap, force release; the assumptions
+ *                    pg_upgrade, reap, force release; the assumptions;
+ *                    (RESTORES) a backup restored after later server
+ *                    lives with dlock.after_restore, and DROP/CREATE
+ *                    EXTENSION with the floor carried over
  *   properties.pml   the properties P1-P10 and the clients' ghost state
  *
  * Bounds (spin -D...): NC clients, NN names, MAXRT ticks of real time,
  * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores,
- * NS holder slots per name.
+ * NS holder slots per name; with RESTORES, MAXRESTORE restores of the
+ * backup and MAXDROP drops of the extension.
  * FENCED: grants that may commit without the WAL flush, and the epoch
  * (dlock.durability = fenced; state.pml, server.pml).
  * Known-bug variants, which spin must reject: RULE_GREATER,
@@ -23,7 +27,11 @@
  * BUG_HOLDERS_BEFORE_FIX, BUG_BLOCK_KEPT_AFTER_EXCLUSIVE, BUG_CLEAR_PINNED,
  * BUG_HOLDER_BLOCK_BELOW_FLOOR, BUG_SHARED_KEEPS_EXPIRED_OWNER
  * (holders.pml), BUG_EPOCH_NEVER_MOVED (state.pml, server.pml: the epoch
- * never moves, as with dlock.test_ignore_epoch).
+ * never moves, as with dlock.test_ignore_epoch), BUG_FLOOR_PLUS_ONE
+ * (token.pml: 1.4's first token, floor + 1 above a high floor),
+ * BUG_RESTORE_ONE_GEN (environment.pml: 1.4's restore step, one generation
+ * up and the floor by hand; BACKUP_WITH_ROWS: only backups that hold every
+ * name).
  */
 
 #include "state.pml"
@@ -99,10 +107,10 @@ init
 	byte c, n;
 
 	atomic {
+		/* the floor of nothing: (0, 0, 0) */
 		pri.tl = 1; pri.sys = 1;
-		pri.floor.gsys = 1;
-		dur.tl = 1; dur.sys = 1; dur.floor.gsys = 1;
-		stby.tl = 1; stby.sys = 1; stby.floor.gsys = 1;
+		dur.tl = 1; dur.sys = 1;
+		stby.tl = 1; stby.sys = 1;
 		for (c : 0 .. NC - 1) {
 			for (n : 0 .. NN - 1) {
 				run client(c, n)

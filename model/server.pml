@@ -125,9 +125,11 @@ inline acquire_decided(c, n)
 		:: else -> token_for_new_name(ng, nc)
 		fi;
 #if defined(HOLDERS) && !defined(BUG_EXCLUSIVE_BELOW_HOLDERS)
-		/* an exclusive grant continues above the holders' counter */
+		/* an exclusive grant continues above the holders' counter; with
+		 * REAP_SLOTS, as dlock_holders_allow_exclusive does, only when a
+		 * slot row of the name is there (probe.any_slot) */
 		if
-		:: hcounter[n] >= TOK(ng, nc) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
+		:: hcounter[n] >= TOK(ng, nc) HOLDER_COUNTER_READ(n) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
 		:: else -> skip
 		fi;
 #endif
@@ -384,36 +386,49 @@ inline stmt_force_release(n)
 }
 
 /*
- * dlock.reap (admin.c): reap_stmt -- deletes rows free or expired (idle_for
- * 0), skipping locked (pinned) rows, and raises the floor to the highest
- * deleted token (floor_compact_stmt keeps the highest). The floor lock that
- * orders reap against PLAN_ACQUIRE_NEW is not modelled: both are single
- * steps here (regress/specs/reap-race.spec tests that race).
+ * dlock.reap (admin.c reap_rows): deletes rows free or expired (idle_for
+ * 0), skipping locked (pinned) rows, and leaves the floor as a token state:
+ * at the reap's position (HISTORY_NOW, dlock_history_now), the token just
+ * below the best next token there of the deleted rows and the old floor,
+ * so that the floor's next token at every later position of the cluster is
+ * the best that any of them would have given (dlock_floor_token). The floor
+ * lock that orders reap against PLAN_ACQUIRE_NEW is not modelled: both are
+ * single steps here (regress/specs/reap-race.spec tests that race).
+ * ng, nc, rg, rc belong to the calling proctype (environment).
  */
 inline stmt_reap(n)
 {
 	atomic {
 		pins[n] == 0 && pri.row[n].exists &&
 		(pri.row[n].owner == 0 || pri.row[n].until <= CLK) ->
+		next_gen_at(pri.floor.gen, pri.floor.gtl, pri.floor.gsys, HISTORY_NOW, ng);
+		nc = pri.floor.cnt + 1;
+		next_gen_at(pri.row[n].gen, pri.row[n].gtl, pri.row[n].gsys, HISTORY_NOW, rg);
+		rc = pri.row[n].cnt + 1;
 		if
-		:: TOK(pri.row[n].gen, pri.row[n].cnt) > TOK(pri.floor.gen, pri.floor.cnt) ->
-			pri.floor.gen = pri.row[n].gen;
-			pri.floor.cnt = pri.row[n].cnt;
-			pri.floor.gtl = pri.row[n].gtl;
-			pri.floor.gsys = pri.row[n].gsys
+		:: TOK(rg, rc) > TOK(ng, nc) -> ng = rg; nc = rc
 		:: else -> skip
 		fi;
-		printf("operator: reap %d (token %d.%d)\n", n, pri.row[n].gen, pri.row[n].cnt);
-		pri.row[n].exists = false;
-		pri.row[n].owner = 0;
-		pri.row[n].gen = 0;
-		pri.row[n].cnt = 0;
-		pri.row[n].gtl = 0;
-		pri.row[n].gsys = 0;
-		pri.row[n].until = 0;
+		if
+		:: ng < GMAX ->
+			pri.floor.gen = ng;
+			pri.floor.cnt = nc - 1;
+			pri.floor.gtl = HISTORY_NOW;
+			pri.floor.gsys = pri.sys;
+			printf("operator: reap %d (token %d.%d): floor %d.%d at position %d\n", n, pri.row[n].gen, pri.row[n].cnt, ng, nc - 1, HISTORY_NOW);
+			pri.row[n].exists = false;
+			pri.row[n].owner = 0;
+			pri.row[n].gen = 0;
+			pri.row[n].cnt = 0;
+			pri.row[n].gtl = 0;
+			pri.row[n].gsys = 0;
+			pri.row[n].until = 0;
 #ifdef BUG_RENEW_BEFORE_PIN
-		row_updated(n);
+			row_updated(n);
 #endif
-		commit_durable()
+			commit_durable()
+		:: else -> skip	/* beyond the model's bounds: not explored */
+		fi;
+		ng = 0; nc = 0; rg = 0; rc = 0
 	}
 }

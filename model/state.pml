@@ -41,10 +41,24 @@
 #ifndef MAXGRANT
 #define MAXGRANT 4		/* new leases granted */
 #endif
+#ifdef RESTORES
+#ifndef FENCED
+#error "RESTORES needs FENCED: a restore loses server lives, whose epochs matter"
+#endif
+#ifndef MAXRESTORE
+#define MAXRESTORE 1	/* restores of an older backup, each followed by dlock.after_restore */
+#endif
+#ifndef MAXDROP
+#define MAXDROP 1		/* DROP EXTENSION + CREATE EXTENSION with the floor carried over */
+#endif
+#else
+#define MAXRESTORE 0
+#define MAXDROP 0
+#endif
 #define TTL 2			/* lease length on the server's clock */
 #define DRIFT 1			/* the client's drift allowance (client/, deadline) */
 #define STEP 1			/* largest forward step of the server clock */
-#ifdef FENCED
+#if defined(FENCED)
 #define GMAX 16			/* generations 0..15: they count positions */
 #else
 #define GMAX 8			/* generations 0..7 */
@@ -62,7 +76,14 @@ typedef Row {
 	bool exists;	/* the row is there (not yet created, or reaped) */
 };
 
-typedef Floor {			/* dlock.token_floor: highest reaped token */
+/*
+ * dlock.token_floor: a token state like a row's (token.c dlock_token_rule):
+ * the token just below the best next token of the rows a reap deleted, and
+ * the history position (gtl) and cluster (gsys) the reap left it at. The
+ * floor of nothing is (0, 0, 0); a floor written by hand (the DROP
+ * EXTENSION carry-over) has no position: gtl = gsys = 0, unknown history.
+ */
+typedef Floor {
 	byte gen;
 	byte cnt;
 	byte gtl;
@@ -88,6 +109,10 @@ typedef Db {
 Db pri;				/* committed on the primary (what every session sees) */
 Db dur;				/* flushed to the primary's WAL: survives a crash */
 Db stby;			/* received by the (asynchronous) standby */
+#ifdef RESTORES
+Db bak;				/* a backup: the flushed state at some earlier moment */
+bool have_bak;
+#endif
 
 /* Clocks: real time rt; the server clock is rt + off, stepped by the environment */
 byte rt;
@@ -115,11 +140,17 @@ bool life_started;
 #else
 #define EPOCH_AT_GRANT (pri.epoch + (!life_started && pri.efenced -> 1 : 0))
 #endif
-#define EPW (MAXCRASH + MAXFAIL + MAXNEWCLUSTER + 1)	/* more than all epoch moves */
-#define POS(tl, ep) ((tl) * EPW + (ep))
+/* more than all epoch moves: a timeline's positions (DLOCK_EPOCHS) */
+#define EPW (MAXCRASH + MAXFAIL + MAXNEWCLUSTER + MAXRESTORE + MAXDROP + 1)
+/* dlock_token_history: (timeline - 1) * DLOCK_EPOCHS + epoch + 1 */
+#define POS(tl, ep) (((tl) - 1) * EPW + (ep) + 1)
+/* dlock_history_now: where a reap leaves the floor, never above a later
+ * grant's position (this life's epoch, else the newest recorded one) */
+#define HISTORY_NOW POS(pri.tl, pri.epoch)
 #define GRANT_POS POS(pri.tl, EPOCH_AT_GRANT)
 #else
 #define GRANT_POS pri.tl
+#define HISTORY_NOW pri.tl
 #endif
 
 /* dst := src (Promela has no structure assignment); _j is the caller's */
@@ -193,4 +224,13 @@ byte hcounter[NN];
 #define SLOT_LIVE(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until > CLK)
 #define SLOT_PINNED(c, n, s) (slot[SL(n, s)].pins > 0)
 #define SLOT_EXPIRED_UNPINNED(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until <= CLK && slot[SL(n, s)].pins == 0)
+/* REAP_SLOTS (holders.pml stmt_reap_slots): the exclusive grant reads the
+ * holders' counter only while a slot row of the name is there;
+ * COUNTER_ALWAYS_READ: whenever the counter row is there (a remedy) */
+#if defined(REAP_SLOTS) && !defined(COUNTER_ALWAYS_READ)
+#define SLOT_ROW(c, n, s) (slot[SL(n, s)].tok != 0)
+#define HOLDER_COUNTER_READ(n) && ANY_SLOT(0, n, SLOT_ROW)
+#else
+#define HOLDER_COUNTER_READ(n)
+#endif
 #endif

@@ -1,8 +1,9 @@
 /*
  * token.pml -- the generation rule: how the next token of a row is made.
  *
- * Abstracts dlock_next_token and dlock_first_token in extension/token.c,
- * which every grant calls for the token it writes.
+ * Abstracts dlock_token_rule in extension/token.c, which every grant of
+ * every kind calls for the token it writes, from its row or from the reap
+ * floor.
  *
  * The rule checked (default): a row whose last grant was in this cluster
  * moves up one generation per timeline switch since that grant (tl -
@@ -30,31 +31,47 @@
  * (state.pml): one generation up per epoch moved, EPW per timeline, so a
  * grant after a crash lands above the grants the crash lost, and a promoted
  * standby still above a primary whose epoch moves it missed.
+ *
+ * The reap floor is a state like a row's (server.pml stmt_reap): a new
+ * name takes the floor's next token by the same rule, so the floor moves
+ * with every later epoch and timeline. A floor without a position (gsys 0:
+ * the carry-over of DROP EXTENSION, environment.pml) moves up by the whole
+ * position.
+ *
+ *   BUG_FLOOR_PLUS_ONE  1.4's dlock_first_token (finding 1): floor + 1
+ *                       whenever the floor's generation is at or above the
+ *                       position, so a new name's first grant lost by a
+ *                       crash above a high floor is issued again
  */
 
-/* generation for the next grant of a row (generation rg, grant_timeline rtl,
- * cluster rsys) on the server pri */
-inline next_gen(rg, rtl, rsys, ng)
+/* generation xout for the next grant of a state (generation xg,
+ * grant_timeline xtl, cluster xsys: a row, or the reap floor) at position xpos on the
+ * server pri (token.c dlock_token_rule) */
+inline next_gen_at(xg, xtl, xsys, xpos, xout)
 {
 #if defined(RULE_GREATER)
 	if
-	:: GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
-	:: else -> ng = rg
+	:: xpos > xtl -> xout = xg + xpos - xtl
+	:: else -> xout = xg
 	fi
 #elif defined(RULE_TIMELINE_ONLY)
 	if
-	:: GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
-	:: GRANT_POS < rtl -> ng = rg + GRANT_POS
-	:: else -> ng = rg
+	:: xpos > xtl -> xout = xg + xpos - xtl
+	:: xpos < xtl -> xout = xg + xpos
+	:: else -> xout = xg
 	fi
 #else
 	if
-	:: rsys != pri.sys -> ng = rg + GRANT_POS
-	:: rsys == pri.sys && GRANT_POS > rtl -> ng = rg + GRANT_POS - rtl
-	:: rsys == pri.sys && GRANT_POS < rtl -> ng = rg + GRANT_POS	/* only when two servers shared a timeline */
-	:: else -> ng = rg
+	:: xsys != 0 && xsys == pri.sys && xpos >= xtl -> xout = xg + xpos - xtl
+	:: else -> xout = xg + xpos	/* another cluster, unknown history (0), or two servers on one timeline */
 	fi
 #endif
+}
+
+/* generation for a grant made now */
+inline next_gen(rg, rtl, rsys, ng)
+{
+	next_gen_at(rg, rtl, rsys, GRANT_POS, ng)
 }
 
 /* token of a new lease on the row of name n: (ng, nc) */
@@ -75,6 +92,14 @@ inline token_for_new_name(ng, nc)
 	ng = 1; nc = pri.seq + 1
 #elif defined(RULE_GREATER) || defined(RULE_TIMELINE_ONLY)
 	/* FIRST_TOKEN of 1.0: the floor's generation if at least tl, else tl */
+	if
+	:: pri.floor.gen >= GRANT_POS -> ng = pri.floor.gen
+	:: else -> ng = GRANT_POS
+	fi;
+	nc = pri.floor.cnt + 1
+#elif defined(BUG_FLOOR_PLUS_ONE)
+	/* dlock_first_token of 1.4: floor + 1 once the floor's generation is
+	 * at or above the position, whatever epoch the floor was left in */
 	if
 	:: pri.floor.gen >= GRANT_POS -> ng = pri.floor.gen
 	:: else -> ng = GRANT_POS
