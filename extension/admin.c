@@ -36,6 +36,8 @@
 PG_FUNCTION_INFO_V1(dlock_force_release);
 PG_FUNCTION_INFO_V1(dlock_reap);
 PG_FUNCTION_INFO_V1(dlock_after_restore);
+PG_FUNCTION_INFO_V1(dlock_highest_token);
+PG_FUNCTION_INFO_V1(dlock_carry_over);
 PG_FUNCTION_INFO_V1(dlock_purge_resource_fence);
 PG_FUNCTION_INFO_V1(dlock_purge_audit_log);
 PG_FUNCTION_INFO_V1(dlock_stats_reset);
@@ -370,7 +372,8 @@ static DlockStatement restore_lock_stmt = {
 	" dlock.token_floor IN EXCLUSIVE MODE",
 };
 
-static DlockStatement restore_highest_stmt = {
+/* the highest token of every name, holder slot and counter, and the floor */
+static DlockStatement highest_token_stmt = {
 	.sql =
 	"SELECT pg_catalog.max(t) FROM ("
 	"  SELECT pg_catalog.max(l.fencing_seq) FROM dlock.distributed_lock l"
@@ -409,6 +412,73 @@ static DlockStatement restore_move_stmt = {
 	.argtypes = {INT8OID},
 };
 
+/* The highest token this database issued or reserved, 0 if none. Caller is connected. */
+static int64
+highest_token(void)
+{
+	bool		isnull;
+	int64		highest;
+
+	(void) dlock_execute(&highest_token_stmt, NULL, NULL, 1);
+	highest = DatumGetInt64(dlock_sql_value(0, 1, &isnull));
+	return isnull ? 0 : highest;
+}
+
+/*
+ * dlock.highest_token() returns bigint: what to carry over a DROP EXTENSION
+ * (dlock.carry_over), read before the drop.
+ */
+Datum
+dlock_highest_token(PG_FUNCTION_ARGS)
+{
+	int64		highest;
+
+	dlock_sql_connect();
+	highest = highest_token();
+	dlock_sql_finish();
+	PG_RETURN_INT64(highest);
+}
+
+static DlockStatement carry_over_stmt = {
+	.sql =
+	"INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)"
+	" VALUES ($1, pg_catalog.clock_timestamp(), $2, $3)",
+	.nargs = 3,
+	.argtypes = {INT8OID, INT4OID, INT8OID},
+};
+
+/*
+ * dlock.carry_over(highest_token) returns void
+ *
+ * After DROP EXTENSION and CREATE EXTENSION: the new extension's reap floor
+ * becomes a state at highest_token, at the history position grants are at
+ * now (the new extension's epochs start again) and in this cluster, so
+ * every name starts above it and moves with every later epoch, as after a
+ * reap; a floor without a position would move by the whole position at
+ * every grant of a new name, which after_restore's shift need not cover.
+ */
+Datum
+dlock_carry_over(PG_FUNCTION_ARGS)
+{
+	Datum		values[3];
+
+	if (PG_GETARG_INT64(0) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("highest_token must not be negative")));
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("dlock.carry_over cannot run during recovery")));
+	dlock_sql_connect();
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = Int32GetDatum(dlock_history_now());
+	values[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	(void) dlock_execute(&carry_over_stmt, values, NULL, 0);
+	dlock_sql_finish();
+	PG_RETURN_VOID();
+}
+
 /*
  * dlock.after_restore(lost_timelines) returns bigint
  *
@@ -443,10 +513,7 @@ dlock_after_restore(PG_FUNCTION_ARGS)
 
 	dlock_sql_connect();
 	(void) dlock_execute(&restore_lock_stmt, NULL, NULL, 0);
-	(void) dlock_execute(&restore_highest_stmt, NULL, NULL, 1);
-	highest = DatumGetInt64(dlock_sql_value(0, 1, &isnull));
-	if (isnull)
-		highest = 0;
+	highest = highest_token();
 	shift = Int64GetDatum(dlock_restore_shift(lost_timelines, highest));
 	(void) dlock_execute(&restore_floor_stmt, NULL, NULL, 0);
 	if (dlock_execute(&restore_move_stmt, &shift, NULL, 1) != 1)

@@ -243,7 +243,6 @@ typedef struct HolderProbe
 	bool		any_live;
 	bool		any_expired;	/* an expired holder still owns its slot */
 	int			nexpired;		/* how many */
-	bool		any_slot;		/* the name has slot rows at all */
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
 	int32		counter_history;	/* its history position (token.c) */
 	int64		counter_system;
@@ -256,7 +255,6 @@ probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 	bool		isnull;
 	TimestampTz until;
 
-	probe->any_slot = true;
 	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
 	if (isnull)
 		return;
@@ -362,7 +360,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 	/* without the executor: this runs on every exclusive grant */
 	probe.now = GetCurrentTimestamp();
 	probe.first_expiry = 0;
-	probe.any_live = probe.any_expired = probe.any_slot = false;
+	probe.any_live = probe.any_expired = false;
 	probe.nexpired = 0;
 	probe.counter = 0;
 	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
@@ -371,9 +369,12 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 		*busy_until = probe.first_expiry;
 		return EXCLUSIVE_BUSY;
 	}
-	/* a counter row is only made with a slot, and slots are never deleted */
-	if (probe.any_slot)
-		scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
+	/*
+	 * The counter outlives the slots (dlock.reap deletes idle slots, not
+	 * the counter), so it is read whether or not a slot is left: tokens of
+	 * reaped shared leases and permits are above it no more than it is.
+	 */
+	scan_name_rows(dlock_catalog()->counter_table, lock_name, probe_counter, &probe);
 	if (probe.counter != 0)
 		*least_token = dlock_next_token(probe.counter, probe.counter_history,
 										probe.counter_system, history);

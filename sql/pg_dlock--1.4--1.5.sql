@@ -39,5 +39,24 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'dlock_after_restore'
 LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION dlock.after_restore(integer) IS
-'after restoring anything but the latest state: ends every lease of the restored state and moves every token of every name, and the reap floor, above every history position of lost_timelines timelines, so that no token any lost server life issued after the backup is handed out again; returns the number of lock rows and holder slots moved';
+'after restoring anything but the latest state: ends every lease of the restored state and moves every token of every name, and the reap floor, above every history position of lost_timelines timelines (count the backup''s, one per promotion and one per DROP EXTENSION since the backup), so that no token any lost server life issued after the backup is handed out again; returns the number of lock rows and holder slots moved';
 REVOKE ALL ON FUNCTION dlock.after_restore(integer) FROM PUBLIC;
+
+-- Carrying tokens over DROP EXTENSION: the highest token, read before the
+-- drop, becomes the new extension's floor at the position grants are at.
+
+CREATE FUNCTION dlock.highest_token()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'dlock_highest_token'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION dlock.highest_token() IS
+'the highest fencing token this database issued or reserved (lock rows, holder slots and counters, the reap floor), 0 if none: what to give dlock.carry_over after DROP EXTENSION and CREATE EXTENSION';
+REVOKE ALL ON FUNCTION dlock.highest_token() FROM PUBLIC;
+
+CREATE FUNCTION dlock.carry_over(highest_token bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlock_carry_over'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION dlock.carry_over(bigint) IS
+'after DROP EXTENSION and CREATE EXTENSION: the reap floor becomes highest_token (dlock.highest_token() read before the drop) at the history position grants are at now, so every name starts above it in every later epoch';
+REVOKE ALL ON FUNCTION dlock.carry_over(bigint) FROM PUBLIC;

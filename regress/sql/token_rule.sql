@@ -28,6 +28,26 @@ SELECT fencing_token AS a_token
   FROM dlock.try_acquire('rule:a', '1 hour', '00000000-0000-0000-0000-00000000000a') \gset
 SELECT :a_token > :expected_first AS above_its_last, :a_token = :floor_next AS by_the_rule;
 
+-- a reader's token is not issued again to a writer after reap deleted its slot
+SELECT fencing_token AS reader_token FROM dlock.try_acquire_shared('rule:reaped-reader', '10 ms') \gset
+SELECT pg_sleep(0.05);
+SELECT dlock.reap('0 seconds') >= 1 AS reaped_slot;
+SELECT count(*) AS slots_left FROM dlock.lock_holder WHERE lock_name = 'rule:reaped-reader';
+SELECT fencing_token > :reader_token AS writer_above_reader
+  FROM dlock.try_acquire('rule:reaped-reader', '1 hour');
+
+-- the carry-over of DROP EXTENSION: the highest token becomes a floor at
+-- the position grants are at, in this cluster
+SELECT dlock.highest_token() >= :a_token AS highest_covers_the_names;
+SELECT dlock.highest_token() AS highest \gset
+SELECT dlock.carry_over(:highest);
+SELECT count(*) AS carried, bool_and(grant_timeline = 1) AS at_the_position, bool_and(grant_system = :sys) AS this_cluster
+  FROM dlock.token_floor WHERE reaped_max = :highest;
+SELECT fencing_token = :highest + 1 AS next_above_the_carried
+  FROM dlock.try_acquire('rule:carried', '1 hour');
+SELECT dlock.carry_over(-1);
+SELECT dlock.carry_over(NULL) IS NULL AS strict_carry_over;
+
 -- after_restore: refused arguments change nothing
 SELECT dlock.after_restore(0);
 SELECT dlock.after_restore(NULL) IS NULL AS strict;
