@@ -172,7 +172,7 @@ class Torture:
         self.primary = 0                 # index of the primary in dirs/ports
         self.standby = False             # a standby streams from the primary
         self.have_backup = False
-        self.timelines_since_backup = 0  # promotions since the backup was taken
+        self.timelines_since_backup = 0  # promotions and DROP EXTENSIONs since the backup
         self.opts = list(SERVER_OPTS)
         if args.control == "epoch":
             self.opts += ["-c", "dlock.test_ignore_epoch=on"]
@@ -467,16 +467,14 @@ class Torture:
         self.history_event("promote")
 
     def drop(self):
-        highest = self.psql("""SELECT max(t) FROM (
-            SELECT max(fencing_token) FROM dlock.locks
-            UNION ALL SELECT max(fencing_token) FROM dlock.lock_holders
-            UNION ALL SELECT max(reaped_max) FROM dlock.token_floor) m(t)""")
+        # the carry-over docs/fencing.md prescribes: the highest token, read
+        # before the drop, becomes the new extension's floor at its position
+        highest = self.psql("SELECT dlock.highest_token()")
         self.close_sessions()
-        sql = "DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock;"
-        if highest:
-            sql += f"\nINSERT INTO dlock.token_floor (reaped_max, reaped_at) VALUES ({highest[0]}, now());"
-        self.psql(sql)
+        self.psql(f"DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock; SELECT dlock.carry_over({highest[0]});")
         self.held = []
+        # the new extension's epochs start again: one more timeline for after_restore to cover
+        self.timelines_since_backup += 1
         self.history_event("drop")
 
     def step(self):
