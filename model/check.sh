@@ -59,6 +59,8 @@ quick)
 	restores="$restore_base -DMAXRT=0 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=1"
 	backup4="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=1 -DMAXRESTORE=1 -DMAXDROP=0"
 	drops="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=0 -DMAXDROP=1"
+	faildrops="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXNEWCLUSTER=0 -DMAXFAIL=2 -DMAXCRASH=0 -DMAXRESTORE=0 -DMAXDROP=1 -DMAXGRANT=3 -DMAXRT=0"
+	reaped_holders="$holders -DREAP_SLOTS"
 	;;
 full)
 	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=3 -DMAXGRANT=3"
@@ -73,6 +75,8 @@ full)
 	restores="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=1"
 	backup4="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=0"
 	drops="$restore_base -DMAXRT=1 -DMAXGRANT=4 -DMAXCRASH=2 -DMAXRESTORE=0 -DMAXDROP=1"
+	faildrops="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXNEWCLUSTER=0 -DMAXFAIL=2 -DMAXCRASH=0 -DMAXRESTORE=0 -DMAXDROP=1 -DMAXGRANT=3 -DMAXRT=0"
+	reaped_holders="$holders -DREAP_SLOTS"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -172,6 +176,8 @@ property "P1 P2 P4" "$fenced"
 property "P1 P2" "$restores"
 property "P1 P2" "$backup4"
 property "P1 P2" "$drops"
+property "P1 P2" "$faildrops"
+property "P7 P8 P9 P10" "$reaped_holders"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -192,6 +198,8 @@ control "a shared grant leaves an expired exclusive lease's owner set (then a cl
 control "fenced grants without the epoch (dlock.test_ignore_epoch): a crash that lost a grant, the same token again" P1 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
 control "fenced grants without the epoch: the lost grant's holder writes after the new owner of its token" P4 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
 control "a new name's first token floor + 1 above a high floor (1.4's dlock_first_token): a first grant lost by a crash after the DROP EXTENSION carry-over, issued again" P1 BUG_FLOOR_PLUS_ONE "$drops" shortest
+control "the DROP EXTENSION carry-over written by hand without a position (1.4's docs): a failover to a standby that missed the drop, a token below the lost primary's" P2 BUG_CARRY_OVER_BY_HAND "$faildrops" shortest
+control "reap deletes a reader's slot and the writer reads the holders' counter only while a slot is left (1.4): the reader's token again" P9 BUG_COUNTER_ONLY_WITH_SLOTS "$reaped_holders" shortest
 control "the one-generation restore step of 1.4: a name the backup does not hold starts again at its lost first token" P1 BUG_RESTORE_ONE_GEN "$restores" shortest
 control "the one-generation restore step of 1.4, a backup holding every name: two fenced server lives lost by the restore, a token below theirs" P2 "BUG_RESTORE_ONE_GEN -DBACKUP_WITH_ROWS" "$backup4" shortest
 

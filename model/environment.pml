@@ -114,6 +114,7 @@ inline new_cluster()
 
 #ifdef RESTORES
 byte nrestore, ndrop;
+byte drops_since_bak;	/* DROP EXTENSIONs since the backup: each one more timeline for after_restore */
 
 /* BACKUP_WITH_ROWS: only a backup that holds a row of every name (for
  * the control of finding 2 with the old step at its best) */
@@ -128,7 +129,7 @@ byte nrestore, ndrop;
 #endif
 
 /* the backup's tokens stay within the model's generations once moved */
-#define RESTORE_SHIFT ((maxtl - bak.tl + 1) * EPW)
+#define RESTORE_SHIFT ((maxtl - bak.tl + 1 + drops_since_bak) * EPW)
 #define BAK_ROW_FITS(j) (!bak.row[j].exists || bak.row[j].gen + RESTORE_SHIFT < GMAX)
 #if NN > 1
 #define BAK_FITS (bak.floor.gen + RESTORE_SHIFT < GMAX && BAK_ROW_FITS(0) && BAK_ROW_FITS(1))
@@ -141,8 +142,9 @@ byte nrestore, ndrop;
  * restored state ends now, every token -- each row and the floor, an empty
  * floor being (0, 0, 0) -- moves up by lost_timelines whole timelines of
  * positions (EPW generations each). lost_timelines: the timelines the lost
- * servers ran on since the backup's, as docs/fencing.md tells the operator
- * to count them.
+ * servers ran on since the backup's, and one per DROP EXTENSION since the
+ * backup (the new extension's epochs start again), as docs/fencing.md tells
+ * the operator to count them.
  * BUG_RESTORE_ONE_GEN: the step docs/limits.md gave before 1.5 (finding
  * 2): every row one generation up, and a floor row of the highest token,
  * written by hand (no position).
@@ -165,7 +167,7 @@ inline after_restore()
 	}
 	printf("  the one-generation restore step of 1.4\n")
 #else
-	rg = (maxtl - pri.tl + 1) * EPW;	/* the shift, in generations */
+	rg = (maxtl - pri.tl + 1 + drops_since_bak) * EPW;	/* the shift, in generations */
 	for (_j : 0 .. NN - 1) {
 		if
 		:: pri.row[_j].exists ->
@@ -178,7 +180,7 @@ inline after_restore()
 		fi
 	}
 	pri.floor.gen = pri.floor.gen + rg;
-	printf("  dlock.after_restore(%d): every token %d generations up\n", maxtl - pri.tl + 1, rg);
+	printf("  dlock.after_restore(%d): every token %d generations up\n", maxtl - pri.tl + 1 + drops_since_bak, rg);
 	rg = 0
 #endif
 }
@@ -278,7 +280,7 @@ end:	do
 	/* a backup: a cold copy of the data directory, or a base backup with
 	 * the WAL up to its end; either holds the flushed state of some moment
 	 * (a cold copy's clean shutdown is a crash that lost nothing) */
-	:: atomic { !have_bak && nrestore < MAXRESTORE && BACKUP_ADMITS -> copy_db(bak, dur); have_bak = true; printf("backup taken\n") }
+	:: atomic { !have_bak && nrestore < MAXRESTORE && BACKUP_ADMITS -> copy_db(bak, dur); have_bak = true; drops_since_bak = 0; printf("backup taken\n") }
 	/* the primary is lost; the backup is restored on its timeline (the
 	 * same cluster: a copy keeps the system identifier) and
 	 * dlock.after_restore() runs before clients come back */
@@ -295,10 +297,13 @@ end:	do
 	}
 	/* DROP EXTENSION, CREATE EXTENSION, and the carry-over of
 	 * docs/fencing.md: the highest token that the tables show (rows and
-	 * floor) becomes the new extension's floor, written by hand without a
-	 * position. Every row, and the epochs, go with the old extension: the
-	 * new dlock.token_epoch starts at epoch 0, unknown to this server
-	 * life. The resource fences stay (the model keeps them for P4). */
+	 * floor, dlock.highest_token) becomes the new extension's floor
+	 * (dlock.carry_over) at the position grants are at then: epoch 0 of
+	 * the timeline, in this cluster. Every row, and the epochs, go with the
+	 * old extension: the new dlock.token_epoch starts at epoch 0, unknown
+	 * to this server life. The resource fences stay (the model keeps them
+	 * for P4). BUG_CARRY_OVER_BY_HAND: the floor row written by hand
+	 * before 1.5, without a position. */
 	:: atomic {
 		ndrop < MAXDROP -> ndrop++;
 		ng = pri.floor.gen; nc = pri.floor.cnt;
@@ -316,10 +321,19 @@ end:	do
 			pri.row[_j].gsys = 0;
 			pri.row[_j].until = 0
 		}
-		pri.floor.gen = ng; pri.floor.cnt = nc; pri.floor.gtl = 0; pri.floor.gsys = 0;
+		pri.floor.gen = ng; pri.floor.cnt = nc;
+#ifdef BUG_CARRY_OVER_BY_HAND
+		pri.floor.gtl = 0; pri.floor.gsys = 0;
+#else
+		pri.floor.gtl = POS(pri.tl, 0); pri.floor.gsys = pri.sys;
+#endif
 		pri.epoch = 0; pri.efenced = false;
+		if
+		:: have_bak -> drops_since_bak++
+		:: else -> skip
+		fi;
 		life_started = false;
-		printf("DROP EXTENSION, CREATE EXTENSION, floor %d.%d carried over by hand\n", ng, nc);
+		printf("DROP EXTENSION, CREATE EXTENSION, floor %d.%d carried over\n", ng, nc);
 		ng = 0; nc = 0;
 		end_all_transactions();
 		copy_db(dur, pri);

@@ -126,8 +126,8 @@ inline acquire_decided(c, n)
 		fi;
 #if defined(HOLDERS) && !defined(BUG_EXCLUSIVE_BELOW_HOLDERS)
 		/* an exclusive grant continues above the holders' counter; with
-		 * REAP_SLOTS, as dlock_holders_allow_exclusive does, only when a
-		 * slot row of the name is there (probe.any_slot) */
+		 * BUG_COUNTER_ONLY_WITH_SLOTS, as 1.4 did, only when a slot row
+		 * of the name is there */
 		if
 		:: hcounter[n] >= TOK(ng, nc) HOLDER_COUNTER_READ(n) -> ng = (hcounter[n] + 1) / CMAX; nc = (hcounter[n] + 1) % CMAX
 		:: else -> skip

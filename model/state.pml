@@ -224,10 +224,11 @@ byte hcounter[NN];
 #define SLOT_LIVE(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until > CLK)
 #define SLOT_PINNED(c, n, s) (slot[SL(n, s)].pins > 0)
 #define SLOT_EXPIRED_UNPINNED(c, n, s) (slot[SL(n, s)].owner != 0 && slot[SL(n, s)].until <= CLK && slot[SL(n, s)].pins == 0)
-/* REAP_SLOTS (holders.pml stmt_reap_slots): the exclusive grant reads the
- * holders' counter only while a slot row of the name is there;
- * COUNTER_ALWAYS_READ: whenever the counter row is there (a remedy) */
-#if defined(REAP_SLOTS) && !defined(COUNTER_ALWAYS_READ)
+/* REAP_SLOTS (holders.pml stmt_reap_slots): reap deletes idle slots and
+ * keeps the counter, which the exclusive grant reads whenever it is there;
+ * BUG_COUNTER_ONLY_WITH_SLOTS: only while a slot row of the name is there
+ * (1.4), so a reaped reader's token was issued again to a writer */
+#if defined(REAP_SLOTS) && defined(BUG_COUNTER_ONLY_WITH_SLOTS)
 #define SLOT_ROW(c, n, s) (slot[SL(n, s)].tok != 0)
 #define HOLDER_COUNTER_READ(n) && ANY_SLOT(0, n, SLOT_ROW)
 #else

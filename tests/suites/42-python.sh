@@ -35,7 +35,9 @@ setup_venv() {
 }
 check "python: a virtual environment with the locked tools ($(basename "$lock"))" setup_venv
 
-# The wheel is built from a copy, so that the build leaves nothing in the tree.
+# The wheel is built from a copy, so that the build leaves nothing in the tree;
+# it is imported from the scratch directory: the tree's root holds the
+# extension's pg_dlock.so, which Python would take for the package.
 build_wheel() {
 	mkdir -p "$scratch/src" "$scratch/dist"
 	cp -r "$src/pyproject.toml" "$src/README.md" "$src/src" "$scratch/src/" &&
@@ -44,8 +46,8 @@ build_wheel() {
 		test -f "$scratch/dist/pg_dlock-$version-py3-none-any.whl" &&
 		"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall \
 			"$scratch/dist/pg_dlock-$version-py3-none-any.whl" &&
-		"$venv/bin/python" -c 'import sys, pg_dlock, importlib.metadata as m;
-assert pg_dlock.__version__ == m.version("pg-dlock") == sys.argv[1]; assert "site-packages" in pg_dlock.__file__' "$version" &&
+		(cd "$scratch" && "$venv/bin/python" -c 'import sys, pg_dlock, importlib.metadata as m;
+assert pg_dlock.__version__ == m.version("pg-dlock") == sys.argv[1]; assert "site-packages" in pg_dlock.__file__' "$version") &&
 		"$venv/bin/python" -c 'import sys, zipfile; sys.exit("pg_dlock/py.typed" not in zipfile.ZipFile(sys.argv[1]).namelist())' \
 			"$scratch/dist/pg_dlock-$version-py3-none-any.whl"
 }
