@@ -88,7 +88,7 @@ SELECT 'function ' || p.oid::regprocedure || ' owner ' || pg_get_userbyid(p.proo
 	   || ' acl ' || coalesce(p.proacl::text, '')
 	   || ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
 	   || ' defaults-tree ' || coalesce(pg_temp.tree(p.proargdefaults::text), '')
-	   || ' body-tree ' || coalesce(pg_temp.tree(p.prosqlbody::text), '')
+	   || ' body-tree ' || coalesce(pg_temp.tree(to_jsonb(p) ->> 'prosqlbody'), '')  -- no prosqlbody before 14
 	   || E'\n' || CASE WHEN p.prokind IN ('a', 'w') THEN 'aggregate' ELSE pg_get_functiondef(p.oid) END
   FROM pg_proc p WHERE p.pronamespace = 'dlock'::regnamespace ORDER BY p.oid::regprocedure::text;
 
