@@ -64,8 +64,35 @@ def strip_meta(text):
 ROOT = os.getcwd()
 
 
+# the copies read in place of a script (see restored_search_path), by the
+# script's path
+ALIAS = {}
+
+
 def rel(path):
+    path = ALIAS.get(path, path)
     return os.path.relpath(path, ROOT) if not path.startswith(tempfile.gettempdir()) else os.path.basename(path)
+
+
+# A script that pins search_path to pg_catalog, pg_temp around a statement
+# sets it back to what CREATE / ALTER EXTENSION gave it ("dlock, pg_temp").
+# pgspot takes the schema the prelude creates for one it may trust, which
+# holds for CREATE EXTENSION but not for an update (the schema exists, and
+# its owner may have put objects in it): the line is read as RESET, so that
+# every statement after it is checked as if search_path were not safe.
+RESTORE = re.compile(r"^SET LOCAL search_path = dlock, pg_temp;$", re.M)
+
+
+def restored_search_path(path, tmp):
+    text = open(path).read()
+    if not RESTORE.search(text):
+        return path
+    os.makedirs(os.path.join(tmp, "restored"), exist_ok=True)
+    copy = os.path.join(tmp, "restored", os.path.basename(path))
+    with open(copy, "w") as f:
+        f.write(RESTORE.sub("RESET search_path;", text))
+    ALIAS[copy] = path
+    return copy
 
 
 FINDING = re.compile(r"^(PS\d{3}): (.*)$", re.M)
@@ -103,7 +130,7 @@ def check(exe, name, files, tmp, schema="dlock"):
     prelude = os.path.join(tmp, "prelude.sql")
     with open(prelude, "w") as f:
         f.write(f"-- the schema the control file creates\nCREATE SCHEMA {schema};\n")
-    findings += pgspot(exe, [prelude] + files, False, name)
+    findings += pgspot(exe, [prelude] + [restored_search_path(f, tmp) for f in files], False, name)
     for path in files:
         text = open(path).read()
         for i, block in enumerate(do_blocks(text)):

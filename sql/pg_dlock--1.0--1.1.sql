@@ -30,11 +30,11 @@ BEGIN
 	SELECT n.nspname, so.rolname, eo.rolname, so.rolsuper
 	  INTO schema_name, schema_owner, extension_owner, owner_is_superuser
 	  FROM pg_catalog.pg_extension e
-	  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-	  JOIN pg_catalog.pg_roles so ON so.oid = n.nspowner
-	  JOIN pg_catalog.pg_roles eo ON eo.oid = e.extowner
-	 WHERE e.extname = 'pg_dlock';
-	IF schema_owner <> extension_owner AND NOT owner_is_superuser THEN
+	  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+	  JOIN pg_catalog.pg_roles so ON so.oid OPERATOR(pg_catalog.=) n.nspowner
+	  JOIN pg_catalog.pg_roles eo ON eo.oid OPERATOR(pg_catalog.=) e.extowner
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_dlock';
+	IF schema_owner OPERATOR(pg_catalog.<>) extension_owner AND NOT owner_is_superuser THEN
 		RAISE EXCEPTION USING
 			ERRCODE = 'insufficient_privilege',
 			MESSAGE = pg_catalog.format('schema %I is owned by role %I, not by the extension owner %I',

@@ -28,7 +28,8 @@ COMMENT ON TYPE dlock.lease IS 'a lease granted by dlock.try_acquire or dlock.ac
 -- on the page (fillfactor), so they stay HOT and the table does not bloat.
 CREATE TABLE dlock.distributed_lock (
 	lock_name text PRIMARY KEY
-		CONSTRAINT lock_name_length CHECK (pg_catalog.char_length(lock_name) BETWEEN 1 AND 200),
+		CONSTRAINT lock_name_length CHECK (pg_catalog.char_length(lock_name) OPERATOR(pg_catalog.>=) 1
+									 AND pg_catalog.char_length(lock_name) OPERATOR(pg_catalog.<=) 200),
 	owner_token uuid,
 	fencing_seq bigint NOT NULL,
 	lease_until timestamptz,
@@ -62,7 +63,8 @@ COMMENT ON TABLE dlock.token_floor IS 'highest fencing token among reaped lock r
 -- Highest token accepted per fenced resource (dlock.fence).
 CREATE TABLE dlock.resource_fence (
 	resource text PRIMARY KEY
-		CONSTRAINT resource_length CHECK (pg_catalog.char_length(resource) BETWEEN 1 AND 200),
+		CONSTRAINT resource_length CHECK (pg_catalog.char_length(resource) OPERATOR(pg_catalog.>=) 1
+									 AND pg_catalog.char_length(resource) OPERATOR(pg_catalog.<=) 200),
 	fencing_token bigint NOT NULL,
 	updated_at timestamptz NOT NULL
 ) WITH (fillfactor = 50);
@@ -229,7 +231,7 @@ CREATE VIEW dlock.stats AS
 	SELECT c.*,
 		   (SELECT pg_catalog.count(*) FROM dlock.distributed_lock l
 			 WHERE l.owner_token IS NOT NULL
-			   AND l.lease_until > pg_catalog.clock_timestamp()) AS live_leases,
+			   AND l.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS live_leases,
 		   (SELECT pg_catalog.count(*) FROM dlock.distributed_lock) AS lock_rows
 	  FROM dlock.stats_counters() c;
 COMMENT ON VIEW dlock.stats IS 'server-wide pg_dlock counters and current lease counts';
@@ -238,14 +240,14 @@ GRANT SELECT ON dlock.stats TO PUBLIC;
 CREATE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NULL THEN 'free'
-				WHEN l.lease_until > n.now THEN 'held'
+				WHEN l.lease_until OPERATOR(pg_catalog.>) n.now THEN 'held'
 				ELSE 'expired' END AS state,
 		   l.holder,
 		   l.fencing_seq AS fencing_token,
 		   l.acquired_at,
-		   CASE WHEN l.owner_token IS NOT NULL THEN n.now - l.acquired_at END AS held_for,
+		   CASE WHEN l.owner_token IS NOT NULL THEN n.now OPERATOR(pg_catalog.-) l.acquired_at END AS held_for,
 		   l.lease_until,
-		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until - n.now END AS expires_in,
+		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until OPERATOR(pg_catalog.-) n.now END AS expires_in,
 		   l.renewals,
 		   l.acquisitions,
 		   l.takeovers,

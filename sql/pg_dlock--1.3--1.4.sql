@@ -11,7 +11,7 @@
 CREATE TABLE dlock.token_epoch (
 	system_identifier bigint NOT NULL,
 	timeline integer NOT NULL,
-	epoch integer NOT NULL CHECK (epoch BETWEEN 0 AND 16383),
+	epoch integer NOT NULL CHECK (epoch OPERATOR(pg_catalog.>=) 0 AND epoch OPERATOR(pg_catalog.<=) 16383),
 	fenced boolean NOT NULL,
 	server_life bigint NOT NULL,
 	recorded_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
@@ -26,12 +26,12 @@ REVOKE ALL ON dlock.token_epoch FROM PUBLIC;
 -- A grant's history position, (timeline - 1) * 16384 + epoch + 1, takes the
 -- place of its timeline ID; epoch 0 keeps timeline 1's value, so the rows of
 -- a server that never failed over do not change.
-UPDATE dlock.distributed_lock SET grant_timeline = (grant_timeline - 1) * 16384 + 1
- WHERE grant_timeline > 1;
-UPDATE dlock.lock_holder SET grant_timeline = (grant_timeline - 1) * 16384 + 1
- WHERE grant_timeline > 1;
-UPDATE dlock.holder_counter SET grant_timeline = (grant_timeline - 1) * 16384 + 1
- WHERE grant_timeline > 1;
+UPDATE dlock.distributed_lock SET grant_timeline = (grant_timeline OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) 16384 OPERATOR(pg_catalog.+) 1
+ WHERE grant_timeline OPERATOR(pg_catalog.>) 1;
+UPDATE dlock.lock_holder SET grant_timeline = (grant_timeline OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) 16384 OPERATOR(pg_catalog.+) 1
+ WHERE grant_timeline OPERATOR(pg_catalog.>) 1;
+UPDATE dlock.holder_counter SET grant_timeline = (grant_timeline OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) 16384 OPERATOR(pg_catalog.+) 1
+ WHERE grant_timeline OPERATOR(pg_catalog.>) 1;
 COMMENT ON COLUMN dlock.distributed_lock.grant_timeline IS
 'history position of the last grant: (timeline ID - 1) * 16384 + token epoch + 1; a higher one moves the token to a new generation';
 COMMENT ON COLUMN dlock.lock_holder.grant_timeline IS

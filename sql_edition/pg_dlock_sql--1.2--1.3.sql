@@ -314,20 +314,20 @@ COMMENT ON FUNCTION dlock.hold_histogram() IS
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
-				WHEN h.live > 0 THEN 'held'
+				WHEN h.live OPERATOR(pg_catalog.>) 0 THEN 'held'
 				WHEN l.owner_token IS NULL THEN 'free'
 				ELSE 'expired' END AS state,
 		   l.holder,
 		   l.fencing_seq AS fencing_token,
 		   l.acquired_at,
-		   CASE WHEN l.owner_token IS NOT NULL THEN n.now - l.acquired_at END AS held_for,
+		   CASE WHEN l.owner_token IS NOT NULL THEN n.now OPERATOR(pg_catalog.-) l.acquired_at END AS held_for,
 		   l.lease_until,
-		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until - n.now END AS expires_in,
+		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until OPERATOR(pg_catalog.-) n.now END AS expires_in,
 		   l.renewals,
 		   l.acquisitions,
 		   l.takeovers,
 		   l.updated_at AS last_change,
-		   CASE WHEN h.live > 0 THEN h.kind ELSE 'exclusive' END AS kind,
+		   CASE WHEN h.live OPERATOR(pg_catalog.>) 0 THEN h.kind ELSE 'exclusive' END AS kind,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 1
 				ELSE COALESCE(h.live, 0) END::integer AS holders,
 		   p.policy_state,
@@ -345,14 +345,14 @@ CREATE OR REPLACE VIEW dlock.locks AS
 													   l.lock_delay, l.not_before) p
 		   LEFT JOIN LATERAL (
 			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) FILTER (WHERE hh.owner_token IS NOT NULL
-																   AND hh.lease_until > n.now)
+												   AND hh.lease_until OPERATOR(pg_catalog.>) n.now) AS live,
+					CASE pg_catalog.max(hh.kind::pg_catalog.text) FILTER (WHERE hh.owner_token IS NOT NULL
+																   AND hh.lease_until OPERATOR(pg_catalog.>) n.now)
 					  WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = l.lock_name) h ON true
+			   FROM dlock.lock_holder hh WHERE hh.lock_name OPERATOR(pg_catalog.=) l.lock_name) h ON true
 	UNION ALL
 	SELECT c.lock_name,
-		   CASE WHEN h.live > 0 THEN 'held' ELSE 'free' END,
+		   CASE WHEN h.live OPERATOR(pg_catalog.>) 0 THEN 'held' ELSE 'free' END,
 		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		   h.last_change,
 		   h.kind,
@@ -363,11 +363,11 @@ CREATE OR REPLACE VIEW dlock.locks AS
 		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
 		   CROSS JOIN LATERAL (
 			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
+												   AND hh.lease_until OPERATOR(pg_catalog.>) n.now) AS live,
+					CASE pg_catalog.max(hh.kind::pg_catalog.text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
 					pg_catalog.max(hh.updated_at) AS last_change
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
-	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+			   FROM dlock.lock_holder hh WHERE hh.lock_name OPERATOR(pg_catalog.=) c.lock_name) h
+	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name OPERATOR(pg_catalog.=) c.lock_name);
 -- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders, lease policy state and waiting sessions (NULL in the SQL edition); never shows owner tokens';
 

@@ -1887,7 +1887,7 @@ CREATE OR REPLACE VIEW dlock.stats AS
 			 WHERE p.live) AS live_leases,
 		   (SELECT pg_catalog.count(*) FROM dlock.distributed_lock) AS lock_rows,
 		   p.*,
-		   (SELECT pg_catalog.max(pg_catalog.clock_timestamp() - l.acquired_at)
+		   (SELECT pg_catalog.max(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) l.acquired_at)
 			  FROM dlock.distributed_lock l,
 				   LATERAL dlock.lease_policy_state(l.owner_token IS NOT NULL, l.lease_until,
 													l.session_id, l.hold_limit, l.min_hold_until,
@@ -1898,12 +1898,12 @@ CREATE OR REPLACE VIEW dlock.stats AS
 		   k.multi_acquisitions, k.multi_busy
 	  FROM dlock.stats_counters() c, dlock.policy_counters() p,
 		   -- the lock kinds' counters, one column per kind and counter
-		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'shared') AS shared_acquisitions,
-						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'shared') AS shared_busy,
-						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'permit') AS permit_acquisitions,
-						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'permit') AS permit_busy,
-						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind = 'multi') AS multi_acquisitions,
-						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind = 'multi') AS multi_busy
+		   LATERAL (SELECT pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'shared') AS shared_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'shared') AS shared_busy,
+						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'permit') AS permit_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'permit') AS permit_busy,
+						   pg_catalog.max(ks.acquisitions) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'multi') AS multi_acquisitions,
+						   pg_catalog.max(ks.busy) FILTER (WHERE ks.kind OPERATOR(pg_catalog.=) 'multi') AS multi_busy
 					  FROM dlock.kind_stats() ks) k;
 -- END view dlock.stats
 COMMENT ON VIEW dlock.stats IS 'pg_dlock counters (zero in the SQL edition) and current lease counts';
@@ -1915,11 +1915,11 @@ CREATE VIEW dlock.stats_by_kind AS
 		   CASE s.kind
 			 WHEN 'exclusive' THEN (SELECT pg_catalog.count(*) FROM dlock.distributed_lock l
 									 WHERE l.owner_token IS NOT NULL
-									   AND l.lease_until > pg_catalog.clock_timestamp())
+									   AND l.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
 			 WHEN 'multi' THEN NULL
 			 ELSE (SELECT pg_catalog.count(*) FROM dlock.lock_holder h
-					WHERE h.kind = pg_catalog.left(s.kind, 1)::"char" AND h.owner_token IS NOT NULL
-					  AND h.lease_until > pg_catalog.clock_timestamp())
+					WHERE h.kind OPERATOR(pg_catalog.=) pg_catalog.left(s.kind, 1)::pg_catalog."char" AND h.owner_token IS NOT NULL
+					  AND h.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
 		   END AS live_leases
 	  FROM dlock.kind_stats() s;
 -- END view dlock.stats_by_kind
@@ -1930,20 +1930,20 @@ GRANT SELECT ON dlock.stats_by_kind TO PUBLIC;
 CREATE OR REPLACE VIEW dlock.locks AS
 	SELECT l.lock_name,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 'held'
-				WHEN h.live > 0 THEN 'held'
+				WHEN h.live OPERATOR(pg_catalog.>) 0 THEN 'held'
 				WHEN l.owner_token IS NULL THEN 'free'
 				ELSE 'expired' END AS state,
 		   l.holder,
 		   l.fencing_seq AS fencing_token,
 		   l.acquired_at,
-		   CASE WHEN l.owner_token IS NOT NULL THEN n.now - l.acquired_at END AS held_for,
+		   CASE WHEN l.owner_token IS NOT NULL THEN n.now OPERATOR(pg_catalog.-) l.acquired_at END AS held_for,
 		   l.lease_until,
-		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until - n.now END AS expires_in,
+		   CASE WHEN l.owner_token IS NOT NULL THEN l.lease_until OPERATOR(pg_catalog.-) n.now END AS expires_in,
 		   l.renewals,
 		   l.acquisitions,
 		   l.takeovers,
 		   l.updated_at AS last_change,
-		   CASE WHEN h.live > 0 THEN h.kind ELSE 'exclusive' END AS kind,
+		   CASE WHEN h.live OPERATOR(pg_catalog.>) 0 THEN h.kind ELSE 'exclusive' END AS kind,
 		   CASE WHEN l.owner_token IS NOT NULL AND p.live THEN 1
 				ELSE COALESCE(h.live, 0) END::integer AS holders,
 		   p.policy_state,
@@ -1960,14 +1960,14 @@ CREATE OR REPLACE VIEW dlock.locks AS
 													   l.lock_delay, l.not_before) p
 		   LEFT JOIN LATERAL (
 			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) FILTER (WHERE hh.owner_token IS NOT NULL
-																   AND hh.lease_until > n.now)
+												   AND hh.lease_until OPERATOR(pg_catalog.>) n.now) AS live,
+					CASE pg_catalog.max(hh.kind::pg_catalog.text) FILTER (WHERE hh.owner_token IS NOT NULL
+																   AND hh.lease_until OPERATOR(pg_catalog.>) n.now)
 					  WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = l.lock_name) h ON true
+			   FROM dlock.lock_holder hh WHERE hh.lock_name OPERATOR(pg_catalog.=) l.lock_name) h ON true
 	UNION ALL
 	SELECT c.lock_name,
-		   CASE WHEN h.live > 0 THEN 'held' ELSE 'free' END,
+		   CASE WHEN h.live OPERATOR(pg_catalog.>) 0 THEN 'held' ELSE 'free' END,
 		   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		   h.last_change,
 		   h.kind,
@@ -1977,11 +1977,11 @@ CREATE OR REPLACE VIEW dlock.locks AS
 		   CROSS JOIN LATERAL (SELECT pg_catalog.clock_timestamp() AS now) n
 		   CROSS JOIN LATERAL (
 			 SELECT pg_catalog.count(*) FILTER (WHERE hh.owner_token IS NOT NULL
-												   AND hh.lease_until > n.now) AS live,
-					CASE pg_catalog.max(hh.kind::text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
+												   AND hh.lease_until OPERATOR(pg_catalog.>) n.now) AS live,
+					CASE pg_catalog.max(hh.kind::pg_catalog.text) WHEN 's' THEN 'shared' ELSE 'semaphore' END AS kind,
 					pg_catalog.max(hh.updated_at) AS last_change
-			   FROM dlock.lock_holder hh WHERE hh.lock_name = c.lock_name) h
-	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name = c.lock_name);
+			   FROM dlock.lock_holder hh WHERE hh.lock_name OPERATOR(pg_catalog.=) c.lock_name) h
+	 WHERE NOT EXISTS (SELECT 1 FROM dlock.distributed_lock l WHERE l.lock_name OPERATOR(pg_catalog.=) c.lock_name);
 -- END view dlock.locks
 COMMENT ON VIEW dlock.locks IS 'one row per lock name with its state on the server clock, its kind, number of live holders and lease policy state; never shows owner tokens';
 GRANT SELECT ON dlock.locks TO PUBLIC;
@@ -1997,15 +1997,15 @@ REVOKE ALL ON dlock.lock_owners FROM PUBLIC;
 
 -- BEGIN view dlock.lock_holders as in pg_dlock 1.2 (copied from sql/ by sql_edition/build.sh: edit it there)
 CREATE VIEW dlock.lock_holders AS
-	SELECT l.lock_name, 'exclusive'::text AS kind, NULL::integer AS permits, l.holder,
+	SELECT l.lock_name, 'exclusive'::pg_catalog.text AS kind, NULL::integer AS permits, l.holder,
 		   l.fencing_seq AS fencing_token, l.acquired_at, l.lease_until
 	  FROM dlock.distributed_lock l
-	 WHERE l.owner_token IS NOT NULL AND l.lease_until > pg_catalog.clock_timestamp()
+	 WHERE l.owner_token IS NOT NULL AND l.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 	UNION ALL
 	SELECT h.lock_name, CASE h.kind WHEN 's' THEN 'shared' ELSE 'permit' END, h.permits, h.holder,
 		   h.fencing_seq, h.acquired_at, h.lease_until
 	  FROM dlock.lock_holder h
-	 WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp();
+	 WHERE h.owner_token IS NOT NULL AND h.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp();
 -- END view dlock.lock_holders
 COMMENT ON VIEW dlock.lock_holders IS 'one row per live lease of any kind; never shows owner tokens';
 GRANT SELECT ON dlock.lock_holders TO PUBLIC;

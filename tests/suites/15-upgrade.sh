@@ -4,7 +4,14 @@
 # EXTENSION pg_dlock UPDATE. The state must survive, and the whole pg_regress
 # suite must pass on the updated database. Negative control: the same
 # pg_regress run on a database left at 1.0 fails.
-# Uses the shared test server (two databases of its own).
+# The scripts as they are install exactly what the scripts as released did
+# (before their operators were qualified for pgspot, commit 64cc65f):
+# CREATE EXTENSION and CREATE EXTENSION VERSION '1.0' + ALTER EXTENSION UPDATE
+# with each leave the same catalog state (tests/lib/catalog_state.sql), and a
+# planted change of one constraint, and a simple CASE made searched, are seen
+# (negative controls). For that the server's extension directory holds the
+# released scripts for a moment (put back on exit).
+# Uses the shared test server (databases of its own).
 set -uo pipefail
 cd "$DLOCK_ROOT"
 . tests/lib/check.sh
@@ -256,5 +263,63 @@ check "negative control: pg_regress fails on a database left at 1.0" test "$old_
 for db in $state_db $regress_db $old_db; do
 	psql -X -q -d postgres -c "DROP DATABASE $db"
 done
+
+# --- the scripts install what the released scripts installed --------------
+# The released scripts: the last commit before pg_dlock--1.0.sql to
+# 1.3--1.4.sql had their operators qualified in place (as PostgreSQL's fix
+# for CVE-2020-14350 did to contrib's scripts). An edit that changes what they
+# install would give databases installed before and after it different objects.
+released_sql=64cc65f
+extdir="$("$PG_BINDIR/pg_config" --sharedir)/extension"
+mkdir -p "$scratch/installed" "$scratch/scripts"
+cp "$extdir"/pg_dlock--*.sql "$scratch/installed/"
+trap 'rm -f "$extdir"/pg_dlock--*.sql; cp "$scratch/installed"/pg_dlock--*.sql "$extdir/"' EXIT
+mkdir -p "$scratch/scripts/released" "$scratch/scripts/now" "$scratch/scripts/bad-check" "$scratch/scripts/bad-case"
+for f in $(git ls-tree --name-only $released_sql sql/); do
+	git show "$released_sql:$f" >"$scratch/scripts/released/$(basename "$f")"
+done
+cp sql/pg_dlock--*.sql "$scratch/scripts/now/"
+# negative controls: a constraint that allows one more character, and the
+# searched CASE a rewrite for pgspot could have made of a simple one
+cp sql/pg_dlock--*.sql "$scratch/scripts/bad-check/"
+sed -i 's/char_length(lock_name) OPERATOR(pg_catalog.<=) 200)/char_length(lock_name) OPERATOR(pg_catalog.<=) 201)/' \
+	"$scratch/scripts/bad-check/pg_dlock--1.0.sql"
+cp sql/pg_dlock--*.sql "$scratch/scripts/bad-case/"
+sed -i "s/CASE h.kind WHEN 's' THEN 'shared' ELSE 'permit' END/CASE WHEN h.kind OPERATOR(pg_catalog.=) 's' THEN 'shared' ELSE 'permit' END/" \
+	"$scratch/scripts/bad-case/pg_dlock--1.1--1.2.sql"
+# catalog_state SCRIPTS: the catalog state of a fresh CREATE EXTENSION and of
+# an update from 1.0, with the scripts in $scratch/scripts/SCRIPTS
+catalog_state() {
+	rm -f "$extdir"/pg_dlock--*.sql
+	cp "$scratch/scripts/$1"/pg_dlock--*.sql "$extdir/"
+	for path in fresh updated; do
+		local db=dlock_upgrade_catalog
+		psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+		if [ $path = fresh ]; then
+			in_db $db -c "CREATE EXTENSION pg_dlock"
+		else
+			in_db $db -c "CREATE EXTENSION pg_dlock VERSION '1.0'" -c "ALTER EXTENSION pg_dlock UPDATE"
+		fi
+		in_db $db -f tests/lib/catalog_state.sql >"$scratch/$1-$path.txt" 2>&1
+		psql -X -q -d postgres -c "DROP DATABASE $db"
+	done
+	rm -f "$extdir"/pg_dlock--*.sql
+	cp "$scratch/installed"/pg_dlock--*.sql "$extdir/"
+}
+for s in released now bad-check bad-case; do catalog_state $s; done
+for path in fresh updated; do
+	lines=$(grep -c . "$scratch/released-$path.txt")
+	diff "$scratch/released-$path.txt" "$scratch/now-$path.txt" | cut -c1-200 | head -n 20
+	check "the scripts install the same objects as the released ones ($path: $lines lines of catalog state, of $(grep -c '^member ' "$scratch/released-$path.txt") members)" \
+		bash -c "[ $lines -gt 500 ] && cmp -s '$scratch/released-$path.txt' '$scratch/now-$path.txt'"
+	for bad in bad-check bad-case; do
+		check "negative control: the catalog state tells the scripts with a planted change ($bad, $path) from the released ones ($(diff "$scratch/released-$path.txt" "$scratch/$bad-$path.txt" | grep -c '^>') lines differ)" \
+			bash -c "! cmp -s '$scratch/released-$path.txt' '$scratch/$bad-$path.txt'"
+	done
+done
+check "a fresh install and an update from 1.0 leave the same catalog state" \
+	cmp -s "$scratch/now-fresh.txt" "$scratch/now-updated.txt"
+trap - EXIT
+
 rm -rf "$scratch"
 finish

@@ -48,7 +48,7 @@ check "sql_edition (the views copied from sql/, and dist/) is what sql_edition/b
 # negative control: a view changed in the C extension's scripts changes the SQL edition's copy
 mkdir -p "$scratch/c-views"
 cp sql/pg_dlock--*.sql "$scratch/c-views/"
-sed -i 's/^\(\t WHERE h.owner_token IS NOT NULL AND h.lease_until > pg_catalog.clock_timestamp()\);$/\1 AND true;/' \
+sed -i 's/^\(\t WHERE h.owner_token IS NOT NULL AND h.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()\);$/\1 AND true;/' \
 	"$scratch/c-views/pg_dlock--1.1--1.2.sql"
 cp -r sql_edition "$scratch/built-c-views"
 sql_edition/build.sh "$scratch/built-c-views" "$scratch/built-c-views/dist" "$scratch/c-views" >/dev/null
