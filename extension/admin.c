@@ -15,9 +15,11 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xlog.h"
 #include "catalog/pg_type_d.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -424,19 +426,59 @@ highest_token(void)
 	return isnull ? 0 : highest;
 }
 
+/* every token state of the database: lock rows, holder slots and counters, the floor */
+static DlockStatement token_states_stmt = {
+	.sql =
+	"SELECT l.fencing_seq, l.grant_timeline, l.grant_system FROM dlock.distributed_lock l"
+	" UNION ALL SELECT h.block_end, h.grant_timeline, h.grant_system FROM dlock.lock_holder h"
+	" UNION ALL SELECT c.fencing_seq, c.grant_timeline, c.grant_system FROM dlock.holder_counter c"
+	" UNION ALL SELECT f.reaped_max, COALESCE(f.grant_timeline, 0),"
+	"        COALESCE(f.grant_system, 0) FROM dlock.token_floor f",
+};
+
 /*
- * dlock.highest_token() returns bigint: what to carry over a DROP EXTENSION
- * (dlock.carry_over), read before the drop.
+ * dlock.highest_token(OUT fencing_token bigint, OUT history integer)
+ * returns record
+ *
+ * Read before DROP EXTENSION, for dlock.carry_over after CREATE EXTENSION:
+ * the state whose next token at the position a grant would have now is
+ * the best of every state of the database, as a reap of every row would
+ * leave the floor, and that position. The life's epoch is started as a
+ * grant would start it.
  */
 Datum
 dlock_highest_token(PG_FUNCTION_ARGS)
 {
-	int64		highest;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int32		history;
+	int64		best;
+	uint64		n;
 
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_dlock: return type must be a row type");
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("dlock.highest_token cannot run during recovery")));
 	dlock_sql_connect();
-	highest = highest_token();
+	history = dlock_history_for_carry_over();
+	best = dlock_next_token(0, 0, 0, history);
+	n = dlock_execute(&token_states_stmt, NULL, NULL, 0);
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int64		token = DatumGetInt64(dlock_sql_value(i, 1, &isnull));
+		int32		grant_history = DatumGetInt32(dlock_sql_value(i, 2, &isnull));
+		int64		grant_system = DatumGetInt64(dlock_sql_value(i, 3, &isnull));
+
+		best = Max(best, dlock_next_token(token, grant_history, grant_system, history));
+	}
 	dlock_sql_finish();
-	PG_RETURN_INT64(highest);
+	values[0] = Int64GetDatum(dlock_floor_token(best));
+	values[1] = Int32GetDatum(history);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
 static DlockStatement carry_over_stmt = {
@@ -447,34 +489,53 @@ static DlockStatement carry_over_stmt = {
 	.argtypes = {INT8OID, INT4OID, INT8OID},
 };
 
+/* whether the extension has issued or recorded anything yet */
+static DlockStatement anything_issued_stmt = {
+	.sql =
+	"SELECT EXISTS (SELECT FROM dlock.distributed_lock) OR EXISTS (SELECT FROM dlock.lock_holder)"
+	"    OR EXISTS (SELECT FROM dlock.holder_counter) OR EXISTS (SELECT FROM dlock.token_floor)"
+	"    OR EXISTS (SELECT FROM dlock.token_epoch)",
+};
+
 /*
- * dlock.carry_over(highest_token) returns void
+ * dlock.carry_over(fencing_token, history) returns void
  *
- * After DROP EXTENSION and CREATE EXTENSION: the new extension's reap floor
- * becomes a state at highest_token, at the history position grants are at
- * now (the new extension's epochs start again) and in this cluster, so
- * every name starts above it and moves with every later epoch, as after a
- * reap; a floor without a position would move by the whole position at
- * every grant of a new name, which after_restore's shift need not cover.
+ * Right after DROP EXTENSION and CREATE EXTENSION, with what
+ * dlock.highest_token() gave before the drop: the reap floor becomes that
+ * state, and the new extension's epochs go on from the old one's on this
+ * timeline, so that carrying over is a reap of every row. Refused once the
+ * new extension has issued anything: its epochs would have started again.
  */
 Datum
 dlock_carry_over(PG_FUNCTION_ARGS)
 {
 	Datum		values[3];
+	bool		isnull;
 
 	if (PG_GETARG_INT64(0) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("highest_token must not be negative")));
+				 errmsg("fencing_token must not be negative")));
+	if (PG_GETARG_INT32(1) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("history must be positive")));
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("dlock.carry_over cannot run during recovery")));
 	dlock_sql_connect();
+	(void) dlock_execute(&anything_issued_stmt, NULL, NULL, 1);
+	if (DatumGetBool(dlock_sql_value(0, 1, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dlock.carry_over needs an extension that has issued no token yet"),
+				 errhint("Run it right after CREATE EXTENSION, before any grant.")));
 	values[0] = PG_GETARG_DATUM(0);
-	values[1] = Int32GetDatum(dlock_history_now());
+	values[1] = PG_GETARG_DATUM(1);
 	values[2] = Int64GetDatum((int64) GetSystemIdentifier());
 	(void) dlock_execute(&carry_over_stmt, values, NULL, 0);
+	dlock_epoch_carry_over(PG_GETARG_INT32(1));
 	dlock_sql_finish();
 	PG_RETURN_VOID();
 }

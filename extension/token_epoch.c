@@ -527,6 +527,44 @@ dlock_grant_prepare_durable(DlockGrantCommit *commit)
 }
 
 /*
+ * The history position of a grant made now, for dlock.highest_token: the
+ * life's epoch started as a grant would start it (a crash since the last
+ * fenced grants moves it, durably), so that the state carried over a DROP
+ * EXTENSION is above every token such a crash lost.
+ */
+int32
+dlock_history_for_carry_over(void)
+{
+	bool		fenced = false;
+	int32		history = grant_history(&fenced);
+
+	write_recorded_epoch();
+	return history;
+}
+
+/*
+ * dlock.carry_over: the new extension's epochs go on from the position the
+ * old one's grants were at (history), when that is on this timeline, so
+ * that its positions never repeat the old extension's. Caller is connected.
+ */
+void
+dlock_epoch_carry_over(int32 history)
+{
+	Oid			epoch_table = dlock_catalog()->epoch_table;
+	int32		timeline = dlock_token_timeline();
+	int32		history_timeline = (history - 1) / DLOCK_EPOCHS + 1;
+
+	if (history_timeline > timeline)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("history %d is beyond this server's timeline %d", history, timeline)));
+	if (!OidIsValid(epoch_table) || history_timeline < timeline)
+		return;
+	record_epoch(epoch_table, timeline, (history - 1) % DLOCK_EPOCHS, false);
+	write_recorded_epoch();
+}
+
+/*
  * After the grant wrote its row.
  */
 void

@@ -27,6 +27,8 @@ typedef struct DlockGrantCommit
 extern Size dlock_epoch_shmem_size(void);
 extern void dlock_epoch_shmem_init(void);
 extern int32 dlock_history_now(void);
+extern int32 dlock_history_for_carry_over(void);
+extern void dlock_epoch_carry_over(int32 history);
 extern void dlock_grant_prepare(DlockGrantCommit *commit);
 extern void dlock_grant_prepare_durable(DlockGrantCommit *commit);
 extern void dlock_grant_written(const DlockGrantCommit *commit);

@@ -197,7 +197,7 @@ control "a slot continues its block below the reap floor (a reaped name's shared
 control "a shared grant leaves an expired exclusive lease's owner set (then a clock step back)" P7 BUG_SHARED_KEEPS_EXPIRED_OWNER "$holders" shortest
 control "fenced grants without the epoch (dlock.test_ignore_epoch): a crash that lost a grant, the same token again" P1 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
 control "fenced grants without the epoch: the lost grant's holder writes after the new owner of its token" P4 BUG_EPOCH_NEVER_MOVED "$fenced" shortest
-control "a new name's first token floor + 1 above a high floor (1.4's dlock_first_token): a first grant lost by a crash after the DROP EXTENSION carry-over, issued again" P1 BUG_FLOOR_PLUS_ONE "$drops" shortest
+control "a new name's first token floor + 1 above a high floor (1.4's dlock_first_token): a first grant lost by a crash above the floor after_restore leaves, issued again" P1 BUG_FLOOR_PLUS_ONE "$restores" shortest
 control "the DROP EXTENSION carry-over written by hand without a position (1.4's docs): a failover to a standby that missed the drop, a token below the lost primary's" P2 BUG_CARRY_OVER_BY_HAND "$faildrops" shortest
 control "reap deletes a reader's slot and the writer reads the holders' counter only while a slot is left (1.4): the reader's token again" P9 BUG_COUNTER_ONLY_WITH_SLOTS "$reaped_holders" shortest
 control "the one-generation restore step of 1.4: a name the backup does not hold starts again at its lost first token" P1 BUG_RESTORE_ONE_GEN "$restores" shortest

@@ -296,23 +296,55 @@ end:	do
 		mark_lost_leases()
 	}
 	/* DROP EXTENSION, CREATE EXTENSION, and the carry-over of
-	 * docs/fencing.md: the highest token that the tables show (rows and
-	 * floor, dlock.highest_token) becomes the new extension's floor
-	 * (dlock.carry_over) at the position grants are at then: epoch 0 of
-	 * the timeline, in this cluster. Every row, and the epochs, go with the
-	 * old extension: the new dlock.token_epoch starts at epoch 0, unknown
-	 * to this server life. The resource fences stay (the model keeps them
-	 * for P4). BUG_CARRY_OVER_BY_HAND: the floor row written by hand
-	 * before 1.5, without a position. */
+	 * docs/fencing.md. dlock.highest_token() starts the life's epoch as a
+	 * grant would (a crash since the last fenced grants moves it) and gives
+	 * the state whose next token at that position is the best of every row
+	 * and the floor; dlock.carry_over() makes it the new extension's floor
+	 * at that position and has the new dlock.token_epoch go on from the
+	 * old one's epoch: as if every row had been reaped. The resource fences
+	 * stay (the model keeps them for P4). BUG_CARRY_OVER_BY_HAND: the floor
+	 * row written by hand before 1.5 (the highest token, no position) and
+	 * the new extension's epochs starting again at 0, unknown to this life. */
 	:: atomic {
 		ndrop < MAXDROP -> ndrop++;
+#ifdef BUG_CARRY_OVER_BY_HAND
 		ng = pri.floor.gen; nc = pri.floor.cnt;
 		for (_j : 0 .. NN - 1) {
 			if
 			:: pri.row[_j].exists && TOK(pri.row[_j].gen, pri.row[_j].cnt) > TOK(ng, nc) ->
 				ng = pri.row[_j].gen; nc = pri.row[_j].cnt
 			:: else -> skip
-			fi;
+			fi
+		}
+		pri.floor.gtl = 0; pri.floor.gsys = 0;
+		pri.epoch = 0;
+		life_started = false;
+#else
+		start_life_at_grant();
+		next_gen_at(pri.floor.gen, pri.floor.gtl, pri.floor.gsys, GRANT_POS, ng);
+		nc = pri.floor.cnt + 1;
+		for (_j : 0 .. NN - 1) {
+			if
+			:: pri.row[_j].exists ->
+				next_gen_at(pri.row[_j].gen, pri.row[_j].gtl, pri.row[_j].gsys, GRANT_POS, rg);
+				rc = pri.row[_j].cnt + 1;
+				if
+				:: TOK(rg, rc) > TOK(ng, nc) -> ng = rg; nc = rc
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi
+		}
+		/* the state just below the best next token */
+		if
+		:: nc > 0 -> nc--
+		:: else -> ng--; nc = CMAX - 1
+		fi;
+		pri.floor.gtl = GRANT_POS; pri.floor.gsys = pri.sys;
+		rg = 0; rc = 0;
+#endif
+		pri.floor.gen = ng; pri.floor.cnt = nc;
+		for (_j : 0 .. NN - 1) {
 			pri.row[_j].exists = false;
 			pri.row[_j].owner = 0;
 			pri.row[_j].gen = 0;
@@ -321,18 +353,11 @@ end:	do
 			pri.row[_j].gsys = 0;
 			pri.row[_j].until = 0
 		}
-		pri.floor.gen = ng; pri.floor.cnt = nc;
-#ifdef BUG_CARRY_OVER_BY_HAND
-		pri.floor.gtl = 0; pri.floor.gsys = 0;
-#else
-		pri.floor.gtl = POS(pri.tl, 0); pri.floor.gsys = pri.sys;
-#endif
-		pri.epoch = 0; pri.efenced = false;
+		pri.efenced = false;
 		if
 		:: have_bak -> drops_since_bak++
 		:: else -> skip
 		fi;
-		life_started = false;
 		printf("DROP EXTENSION, CREATE EXTENSION, floor %d.%d carried over\n", ng, nc);
 		ng = 0; nc = 0;
 		end_all_transactions();

@@ -42,21 +42,21 @@ COMMENT ON FUNCTION dlock.after_restore(integer) IS
 'after restoring anything but the latest state: ends every lease of the restored state and moves every token of every name, and the reap floor, above every history position of lost_timelines timelines (count the backup''s, one per promotion and one per DROP EXTENSION since the backup), so that no token any lost server life issued after the backup is handed out again; returns the number of lock rows and holder slots moved';
 REVOKE ALL ON FUNCTION dlock.after_restore(integer) FROM PUBLIC;
 
--- Carrying tokens over DROP EXTENSION: the highest token, read before the
--- drop, becomes the new extension's floor at the position grants are at.
+-- Carrying tokens over DROP EXTENSION: what a reap of every row would leave,
+-- read before the drop, becomes the new extension's floor and epoch.
 
-CREATE FUNCTION dlock.highest_token()
-RETURNS bigint
+CREATE FUNCTION dlock.highest_token(OUT fencing_token bigint, OUT history integer)
+RETURNS record
 AS 'MODULE_PATHNAME', 'dlock_highest_token'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION dlock.highest_token() IS
-'the highest fencing token this database issued or reserved (lock rows, holder slots and counters, the reap floor), 0 if none: what to give dlock.carry_over after DROP EXTENSION and CREATE EXTENSION';
+'read before DROP EXTENSION, for dlock.carry_over: the token state whose next token, at the history position a grant would have now, is above every token this database issued or reserved (lock rows, holder slots and counters, the reap floor), and that position';
 REVOKE ALL ON FUNCTION dlock.highest_token() FROM PUBLIC;
 
-CREATE FUNCTION dlock.carry_over(highest_token bigint)
+CREATE FUNCTION dlock.carry_over(fencing_token bigint, history integer)
 RETURNS void
 AS 'MODULE_PATHNAME', 'dlock_carry_over'
 LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION dlock.carry_over(bigint) IS
-'after DROP EXTENSION and CREATE EXTENSION: the reap floor becomes highest_token (dlock.highest_token() read before the drop) at the history position grants are at now, so every name starts above it in every later epoch';
-REVOKE ALL ON FUNCTION dlock.carry_over(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION dlock.carry_over(bigint, integer) IS
+'right after DROP EXTENSION and CREATE EXTENSION, with what dlock.highest_token() gave before the drop: the reap floor becomes that state and the token epochs go on from that position, as if every row had been reaped';
+REVOKE ALL ON FUNCTION dlock.carry_over(bigint, integer) FROM PUBLIC;

@@ -1744,44 +1744,61 @@ COMMENT ON FUNCTION dlock.after_restore(integer) IS
 'after restoring anything but the latest state: ends every lease of the restored state and moves every token of every name, and the reap floor, above every history position of lost_timelines timelines, so that no token any lost server life issued after the backup is handed out again; returns the number of lock rows and holder slots moved';
 REVOKE ALL ON FUNCTION dlock.after_restore(integer) FROM PUBLIC;
 
--- Carrying tokens over DROP EXTENSION: the highest token, read before the
--- drop, becomes the new extension's floor at the position grants are at.
-CREATE FUNCTION dlock.highest_token()
-RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
+-- Carrying tokens over DROP EXTENSION: what a reap of every row would leave,
+-- read before the drop, becomes the new extension's floor.
+CREATE FUNCTION dlock.highest_token(OUT fencing_token bigint, OUT history integer)
+RETURNS record LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT coalesce(pg_catalog.max(m.t), 0) FROM (
-		SELECT pg_catalog.max(l.fencing_seq) FROM dlock.distributed_lock l
-		UNION ALL SELECT pg_catalog.max(h.block_end) FROM dlock.lock_holder h
-		UNION ALL SELECT pg_catalog.max(c.fencing_seq) FROM dlock.holder_counter c
-		UNION ALL SELECT pg_catalog.max(f.reaped_max) FROM dlock.token_floor f) m(t)
+DECLARE
+	c record;
+BEGIN
+	c := dlock._history();
+	SELECT pg_catalog.max(dlock.next_fencing_token(m.t, m.h, m.s, c.history, c.system)) - 1
+	  INTO highest_token.fencing_token
+	  FROM (SELECT l.fencing_seq, l.grant_timeline, l.grant_system FROM dlock.distributed_lock l
+			UNION ALL SELECT h.block_end, h.grant_timeline, h.grant_system FROM dlock.lock_holder h
+			UNION ALL SELECT k.fencing_seq, k.grant_timeline, k.grant_system FROM dlock.holder_counter k
+			UNION ALL SELECT f.reaped_max, f.grant_timeline, f.grant_system FROM dlock.token_floor f
+			UNION ALL SELECT NULL, NULL, NULL) m(t, h, s);
+	highest_token.history := c.history;
+END
 $$;
 COMMENT ON FUNCTION dlock.highest_token() IS
-'the highest fencing token this database issued or reserved (lock rows, holder slots and counters, the reap floor), 0 if none: what to give dlock.carry_over after DROP EXTENSION and CREATE EXTENSION';
+'read before DROP EXTENSION, for dlock.carry_over: the token state whose next token, at the history position a grant would have now, is above every token this database issued or reserved (lock rows, holder slots and counters, the reap floor), and that position';
 REVOKE ALL ON FUNCTION dlock.highest_token() FROM PUBLIC;
 
-CREATE FUNCTION dlock.carry_over(highest_token bigint)
+CREATE FUNCTION dlock.carry_over(fencing_token bigint, history integer)
 RETURNS void LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	c record;
 BEGIN
-	IF highest_token < 0 THEN
-		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'highest_token must not be negative';
+	IF carry_over.fencing_token < 0 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'fencing_token must not be negative';
+	END IF;
+	IF carry_over.history < 1 THEN
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'history must be positive';
 	END IF;
 	IF pg_catalog.pg_is_in_recovery() THEN
 		RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
 			MESSAGE = 'dlock.carry_over cannot run during recovery';
 	END IF;
+	IF EXISTS (SELECT FROM dlock.distributed_lock) OR EXISTS (SELECT FROM dlock.lock_holder)
+	   OR EXISTS (SELECT FROM dlock.holder_counter) OR EXISTS (SELECT FROM dlock.token_floor) THEN
+		RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+			MESSAGE = 'dlock.carry_over needs an extension that has issued no token yet',
+			HINT = 'Run it right after CREATE EXTENSION, before any grant.';
+	END IF;
 	c := dlock._history();
 	INSERT INTO dlock.token_floor (reaped_max, reaped_at, grant_timeline, grant_system)
-	VALUES (carry_over.highest_token, pg_catalog.clock_timestamp(), c.history, c.system);
+	VALUES (carry_over.fencing_token, pg_catalog.clock_timestamp(), carry_over.history, c.system);
 END
 $$;
-COMMENT ON FUNCTION dlock.carry_over(bigint) IS
-'after DROP EXTENSION and CREATE EXTENSION: the reap floor becomes highest_token (dlock.highest_token() read before the drop) at the history position grants are at now, so every name starts above it in every later timeline';
-REVOKE ALL ON FUNCTION dlock.carry_over(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION dlock.carry_over(bigint, integer) IS
+'right after DROP EXTENSION and CREATE EXTENSION, with what dlock.highest_token() gave before the drop: the reap floor becomes that state, as if every row had been reaped';
+REVOKE ALL ON FUNCTION dlock.carry_over(bigint, integer) FROM PUBLIC;
 
 ------------------------------------------------------------------------------
 -- A kind lock no other role can take

@@ -4,6 +4,7 @@ floor through crashes, and a restore of an older backup, under fenced grants.
 
   token_restore.py floor   --port P --dir D [--control]
   token_restore.py restore --port P --dir D [--control]
+  token_restore.py carry   --port P --dir D [--control]
 
 floor: the reap floor is raised the way docs/limits.md says to carry tokens
 over a DROP EXTENSION (its generation is then at or above the history
@@ -18,6 +19,14 @@ backup is restored and dlock.after_restore() run. Every name's next token must
 be above every token the lost lives handed out for it. With --control the
 older documented step (one generation up, the floor set by hand) is run
 instead, and some token must come out at or below a lost one.
+
+carry: fenced grants of every kind, the last of them lost by a crash, then
+DROP EXTENSION and CREATE EXTENSION with the carry-over of docs/fencing.md
+(dlock.highest_token() before the drop, dlock.carry_over() after) before any
+grant of the new server life: every name's next token, and a crash and the
+next after it, must be above every token handed out. With --control the
+highest token the tables show is carried over at the new extension's first
+position, without the epoch the crash would move.
 
 Used by tests/suites/23-token-restore.sh, which starts the server with
 scripts/pg-cluster.sh and wal_writer_delay = 10s. Prints one line per check,
@@ -219,9 +228,68 @@ def restore_run(port, directory, control):
           not not_above, f"{len(not_above)} names not above, e.g. {not_above[:2]}")
 
 
+def carry_run(port, directory, control, rounds):
+    names = [f"c:{i}" for i in range(8)]
+    issued = {}
+    lost = 0
+    for life in range(1, rounds + 1):
+        grants(port, [f"dlock.try_acquire('warm:{life}', '1 hour')"])
+        calls, who = [], []
+        for n in names:
+            o = uuid.uuid4()
+            calls.append(f"(SELECT l FROM dlock.try_acquire('{n}', '1 hour', '{o}') l WHERE dlock.release('{n}', '{o}'))")
+            who.append(n)
+        o = uuid.uuid4()
+        calls.append(f"(SELECT l FROM dlock.try_acquire_shared('c:rw', '1 hour', '{o}') l WHERE dlock.release('c:rw', '{o}'))")
+        who.append("c:rw")
+        fresh = [f"c:new:{life}:{i}" for i in range(4)]
+        calls += [f"dlock.try_acquire('{n}', '1 hour')" for n in fresh]
+        who += fresh
+        # last, the name with the most grants and so the highest token: the
+        # crash loses the tail of the burst
+        for _ in range(20):
+            o = uuid.uuid4()
+            calls.append(f"(SELECT l FROM dlock.try_acquire('c:top', '1 hour', '{o}') l WHERE dlock.release('c:top', '{o}'))")
+            who.append("c:top")
+        for name, token in zip(who, grants(port, calls)):
+            if token is not None:
+                issued.setdefault(name, []).append(token)
+        crash(directory, life)
+        now = current_tokens(port, fresh + ["c:top"])
+        lost += sum(1 for n in fresh if now[n] is None)
+        lost += now["c:top"] is None or now["c:top"] < max(issued.get("c:top", [0]))
+        # the carry-over, before any grant of the new server life
+        if control:
+            # the highest token the tables show, at the new extension's first
+            # position: the epoch that the crash would move is not carried
+            highest = psql(port, """SELECT max(t) FROM (SELECT max(fencing_token) FROM dlock.locks
+                UNION ALL SELECT max(fencing_token) FROM dlock.lock_holders) m(t)""")[0]
+            psql(port, f"DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock; SELECT dlock.carry_over({highest}, 1);")
+        else:
+            token, history = psql(port, "SELECT fencing_token, history FROM dlock.highest_token()")[0].split("|")
+            psql(port, f"DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock; SELECT dlock.carry_over({token}, {history});")
+        note(f"life {life}: carried over, {lost} new names lost so far")
+    after = {}
+    for name in issued:
+        call = (f"dlock.try_acquire_shared('{name}', '1 hour')" if name == "c:rw"
+                else f"dlock.try_acquire('{name}', '1 hour')")
+        token = grants(port, [call])[0]
+        if token is not None:
+            after[name] = token
+    not_above = [(n, after[n], max(issued[n])) for n in after if after[n] <= max(issued[n])]
+    if control:
+        check("control: the highest visible token carried over without the epoch: a token at or below a lost one",
+              len(not_above) > 0, f"{len(not_above)} names, e.g. {not_above[:2]}")
+        return
+    check("the crashes before the carry-overs lost grants", lost > 0, f"{lost} lost")
+    check("every name granted again after the carry-overs", len(after) == len(issued), f"{len(after)} of {len(issued)}")
+    check("after DROP EXTENSION and dlock.carry_over every token is above every earlier one",
+          not not_above, f"{len(not_above)} names not above, e.g. {not_above[:2]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["floor", "restore"])
+    ap.add_argument("mode", choices=["floor", "restore", "carry"])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--rounds", type=int, default=4)
@@ -229,6 +297,8 @@ def main():
     a = ap.parse_args()
     if a.mode == "floor":
         floor_run(a.port, a.dir, a.control, a.rounds)
+    elif a.mode == "carry":
+        carry_run(a.port, a.dir, a.control, a.rounds)
     else:
         restore_run(a.port, a.dir, a.control)
     print(f"token_restore: {results['passed']} passed, {results['failed']} failed")

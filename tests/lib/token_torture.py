@@ -469,11 +469,11 @@ class Torture:
     def drop(self):
         # the carry-over docs/fencing.md prescribes: the highest token, read
         # before the drop, becomes the new extension's floor at its position
-        highest = self.psql("SELECT dlock.highest_token()")
+        token, history = self.psql("SELECT fencing_token || ' ' || history FROM dlock.highest_token()")[0].split()
         self.close_sessions()
-        self.psql(f"DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock; SELECT dlock.carry_over({highest[0]});")
+        self.psql(f"DROP EXTENSION pg_dlock; CREATE EXTENSION pg_dlock; SELECT dlock.carry_over({token}, {history});")
         self.held = []
-        # the new extension's epochs start again: one more timeline for after_restore to cover
+        # counted for after_restore as docs/fencing.md says
         self.timelines_since_backup += 1
         self.history_event("drop")
 

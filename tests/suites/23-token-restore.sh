@@ -5,7 +5,10 @@
 # server lives with fenced grants of every kind lost by restoring a backup
 # taken before them, followed by dlock.after_restore(). Each with a negative
 # control that must issue a token again: dlock.test_ignore_epoch for the
-# floor, the older one-generation restore step for the restore.
+# floor, the older one-generation restore step for the restore; and the
+# carry-over of DROP EXTENSION right after a crash that lost fenced grants
+# (dlock.highest_token, dlock.carry_over), whose control carries the highest
+# visible token without the epoch.
 # tests/lib/token_restore.py drives and checks. Its own server (free port,
 # private directory), not the shared one.
 set -uo pipefail
@@ -40,7 +43,7 @@ drive() {
 	rm -f "$out"
 }
 
-for run in "floor" "floor --control" "restore" "restore --control"; do
+for run in "floor" "floor --control" "restore" "restore --control" "carry" "carry --control"; do
 	extra=()
 	[ "$run" = "floor --control" ] && extra=(-c dlock.test_ignore_epoch=on)
 	if new_server "${extra[@]}"; then
