@@ -380,8 +380,8 @@ dg_writer=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:dg', '1 m
 check "a writer is refused after the downgrade" test "$dg_writer" = t
 dg_reader=$(o "SELECT fencing_token FROM dlock.try_acquire_shared('$tag:dg', '1 minute', '$B')")
 check "a reader joins the downgraded lease ($dg_reader)" test -n "$dg_reader"
-dg_again=$(o "SELECT owner_token IS NULL FROM dlock.downgrade('$tag:dg', '$A')")
-check "a second downgrade finds no exclusive lease (NULL)" test "$dg_again" = t
+dg_again=$(o "SELECT d.fencing_token = h.fencing_token AND d.lease_until = h.lease_until FROM dlock.downgrade('$tag:dg', '$A') d, dlock.lock_holders h WHERE h.lock_name = '$tag:dg' AND h.holder = 'writer-1'")
+check "a second downgrade by the owner returns its shared lease as it is" test "$dg_again" = t
 dg_shared=$(o "SELECT dlock.renew('$tag:dg', '$A', '2 minutes') > clock_timestamp() + interval '1 minute'" \
 	"SELECT dlock.release('$tag:dg', '$A')" "SELECT dlock.release('$tag:dg', '$B')" | tr '\n' ' ')
 check "the downgraded lease renews and releases as a shared lease ($dg_shared)" test "$dg_shared" = "t t t "
@@ -393,8 +393,10 @@ dg_other=$(o "SELECT owner_token IS NULL FROM dlock.downgrade('$tag:dg', '$A')" 
 check "downgrade of another owner's lease is NULL and changes nothing ($dg_other)" test "$dg_other" = "t exclusive true "
 o "SELECT dlock.try_acquire_shared('$tag:dg-readers', '1 minute', '$A')" "SELECT dlock.try_acquire('$tag:dg-expired', '100 ms', '$A')" >/dev/null
 sleep 0.2
-dg_none=$(o "SELECT count(*) FILTER (WHERE d.owner_token IS NULL) FROM (VALUES ('$tag:dg-nobody'), ('$tag:dg-readers'), ('$tag:dg-expired')) n(name), dlock.downgrade(n.name, '$A') d")
-check "downgrade of an unknown name, of a shared lease and of an expired lease is NULL ($dg_none of 3)" test "$dg_none" = 3
+dg_none=$(o "SELECT count(*) FILTER (WHERE d.owner_token IS NULL) FROM (VALUES ('$tag:dg-nobody'), ('$tag:dg-expired')) n(name), dlock.downgrade(n.name, '$A') d")
+check "downgrade of an unknown name and of an expired lease is NULL ($dg_none of 2)" test "$dg_none" = 2
+dg_reader_again=$(o "SELECT d.fencing_token = h.fencing_token FROM dlock.downgrade('$tag:dg-readers', '$A') d, dlock.lock_holders h WHERE h.lock_name = '$tag:dg-readers'")
+check "downgrade of the owner's shared lease returns it as it is" test "$dg_reader_again" = t
 expect_state "downgrade without lock_name" 22004 "$db" "SELECT dlock.downgrade(NULL, '$A')"
 expect_state "downgrade without owner_token" 22004 "$db" "SELECT dlock.downgrade('$tag:dg', NULL)"
 # a lease policy a shared lease cannot keep: refused, nothing changed

@@ -5,8 +5,8 @@
 # suite must pass on the updated database. Negative control: the same
 # pg_regress run on a database left at 1.0 fails.
 # The scripts as they are install exactly what the scripts as released did
-# (before their operators were qualified for pgspot, commit 64cc65f):
-# CREATE EXTENSION and CREATE EXTENSION VERSION '1.0' + ALTER EXTENSION UPDATE
+# at release 1.4 (commit 1ad3b81, before their operators were qualified for pgspot):
+# CREATE EXTENSION VERSION '1.4' and VERSION '1.0' + ALTER EXTENSION UPDATE TO '1.4'
 # with each leave the same catalog state (tests/lib/catalog_state.sql), and a
 # planted change of one constraint, and a simple CASE made searched, are seen
 # (negative controls). For that the server's extension directory holds the
@@ -265,11 +265,12 @@ for db in $state_db $regress_db $old_db; do
 done
 
 # --- the scripts install what the released scripts installed --------------
-# The released scripts: the last commit before pg_dlock--1.0.sql to
+# The released scripts: release 1.4's, before pg_dlock--1.0.sql to
 # 1.3--1.4.sql had their operators qualified in place (as PostgreSQL's fix
 # for CVE-2020-14350 did to contrib's scripts). An edit that changes what they
-# install would give databases installed before and after it different objects.
-released_sql=64cc65f
+# install would give databases installed before and after it different
+# objects; compared at 1.4, the last released version.
+released_sql=1ad3b81
 extdir="$("$PG_BINDIR/pg_config" --sharedir)/extension"
 mkdir -p "$scratch/installed" "$scratch/scripts"
 cp "$extdir"/pg_dlock--*.sql "$scratch/installed/"
@@ -296,9 +297,9 @@ catalog_state() {
 		local db=dlock_upgrade_catalog
 		psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 		if [ $path = fresh ]; then
-			in_db $db -c "CREATE EXTENSION pg_dlock"
+			in_db $db -c "CREATE EXTENSION pg_dlock VERSION '1.4'"
 		else
-			in_db $db -c "CREATE EXTENSION pg_dlock VERSION '1.0'" -c "ALTER EXTENSION pg_dlock UPDATE"
+			in_db $db -c "CREATE EXTENSION pg_dlock VERSION '1.0'" -c "ALTER EXTENSION pg_dlock UPDATE TO '1.4'"
 		fi
 		in_db $db -f tests/lib/catalog_state.sql >"$scratch/$1-$path.txt" 2>&1
 		psql -X -q -d postgres -c "DROP DATABASE $db"
