@@ -23,7 +23,6 @@
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "dlock.h"
 #include "args.h"
