@@ -606,11 +606,18 @@ dlock_row_insert(DlockRows *rows, DlockRow *row)
  * none) and, when history is positive, sets *next to the floor's next token
  * at that position: the best of its rows', or that of nothing.
  */
+/* from 1.5 on the floor's rows carry grant_timeline and grant_system */
+static bool
+floor_has_history(Relation rel)
+{
+	return RelationGetDescr(rel)->natts >= 4;
+}
+
 static int64
 read_token_floor(int32 history, int64 *next)
 {
 	Relation	rel = dlock_table_open(dlock_catalog()->floor_table, AccessShareLock);
-	bool		has_history = RelationGetDescr(rel)->natts >= 4;
+	bool		has_history = floor_has_history(rel);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -658,7 +665,7 @@ bool
 dlock_floor_has_history(void)
 {
 	Relation	rel = dlock_table_open(dlock_catalog()->floor_table, AccessShareLock);
-	bool		has_history = RelationGetDescr(rel)->natts >= 4;
+	bool		has_history = floor_has_history(rel);
 
 	table_close(rel, AccessShareLock);
 	return has_history;
