@@ -52,11 +52,14 @@ for suite in "$root"/tests/suites/*.sh; do
 		[ $selected -eq 1 ] || continue
 	fi
 	echo "=== suite $name"
+	started=$SECONDS
 	log=$(mktemp)
 	"$suite" 2>&1 | tee "$log"
 	status=${PIPESTATUS[0]}
 	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	rm -f "$log"
+	# What each suite costs, for docs/testing.md and the make test budget.
+	echo "=== suite $name took $((SECONDS - started)) s"
 	if [ -n "$summary" ]; then
 		passed=${summary%% passed*}
 		failed=${summary#*, }
