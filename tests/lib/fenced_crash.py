@@ -33,6 +33,9 @@ import threading
 import time
 import uuid
 
+import psql_session
+from psql_session import check, note, results
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
@@ -50,80 +53,14 @@ WAIT = "400 milliseconds"
 # Errors the workload explains: a wait that ran out, and the session the crash ended.
 EXPECTED_ERRORS = ("55P03", "lock_not_available", "could not obtain", "lost")
 
-results = {"passed": 0, "failed": 0}
 FENCED = True  # --durable: the same workload in the default mode (nothing may be lost)
 
 
-def check(name, ok, detail=""):
-    print(f"{'ok     ' if ok else 'FAILED '} {name}{': ' + detail if detail else ''}", flush=True)
-    results["passed" if ok else "failed"] += 1
-
-
-def note(msg):
-    print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
-
-
-class Session:
-    """One client session: a psql process fed one statement at a time."""
+class Session(psql_session.Session):
+    """A client session of this workload: fenced unless --durable."""
 
     def __init__(self, port, label, fenced=None):
-        fenced = FENCED if fenced is None else fenced
-        env = dict(os.environ, PGAPPNAME=label, PGCONNECT_TIMEOUT="10")
-        self.p = subprocess.Popen(
-            ["psql", "-X", "-q", "-At", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", DB],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        self.broken = False
-        # a safety net: no statement of this workload takes long
-        self.run("SET statement_timeout = '30s'")
-        if fenced:
-            _, err = self.run("SET dlock.durability = fenced")
-            if err:
-                self.close()
-                raise RuntimeError(f"SET dlock.durability = fenced refused: {err}")
-
-    def run(self, sql):
-        """(rows, error): the output lines, and the error text or None ("lost"
-        when the session ended, as a crash ends it)."""
-        if self.broken:
-            return [], "lost"
-        try:
-            self.p.stdin.write(sql.strip().rstrip(";") + ";\n\\echo @@end\n")
-            self.p.stdin.flush()
-        except OSError:
-            self.broken = True
-            return [], "lost"
-        rows, err = [], None
-        while True:
-            line = self.p.stdout.readline()
-            if not line:
-                self.broken = True
-                return rows, (err or "lost")
-            line = line.rstrip("\n")
-            if line == "@@end":
-                return (rows if err is None else []), err
-            if "ERROR:" in line or "FATAL:" in line:
-                err = err or line
-            elif line.startswith(("WARNING:", "NOTICE:", "DETAIL:", "HINT:", "CONTEXT:", "LINE ", "psql:")):
-                continue
-            elif "connection" in line and ("lost" in line or "closed" in line):
-                err = err or "lost"
-            else:
-                rows.append(line)
-
-    def one(self, sql):
-        rows, err = self.run(sql)
-        return (rows[0] if rows else None), err
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        super().__init__(port, DB, label, FENCED if fenced is None else fenced)
 
 
 def psql(port, sql):

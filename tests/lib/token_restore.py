@@ -40,32 +40,16 @@ import subprocess
 import time
 import uuid
 
+from psql_session import check, note, psql_lines, results
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
 DB = "tokens"
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok     ' if ok else 'FAILED '} {name}{': ' + detail if detail else ''}", flush=True)
-    results["passed" if ok else "failed"] += 1
-
-
-def note(msg):
-    print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
 def psql(port, sql, fenced=False, db=DB):
     """The statements' output lines; raises on an error."""
-    env = dict(os.environ, PGCONNECT_TIMEOUT="10")
-    if fenced:
-        env["PGOPTIONS"] = "-c dlock.durability=fenced"
-    out = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
-                          "-p", str(port), "-U", "postgres", "-d", db],
-                         input=sql, capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed: {out.stderr.strip()}\n{sql}")
-    return [line for line in out.stdout.splitlines() if line]
+    return psql_lines(port, db, sql, fenced)
 
 
 def cluster(cmd, directory):

@@ -52,6 +52,8 @@ import sys
 import time
 import uuid
 
+from psql_session import Session, check, note, psql_lines, results
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
 PG_BINDIR = os.environ.get("PG_BINDIR") or sorted(
@@ -78,16 +80,6 @@ PROFILES = {
     "control": dict(steps=200, crash=6, backup=4, restore=4, promote=0, drop=0, reap=0),
 }
 
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok     ' if ok else 'FAILED '} {name}{': ' + detail if detail else ''}", flush=True)
-    results["passed" if ok else "failed"] += 1
-
-
-def note(msg):
-    print(f"  {time.strftime('%H:%M:%S')} {msg}", flush=True)
 
 
 def as_server_user(cmd):
@@ -96,61 +88,6 @@ def as_server_user(cmd):
 
 def cluster(cmd, directory, *extra):
     subprocess.run([CLUSTER, cmd, directory, *extra], check=True, stdout=subprocess.DEVNULL)
-
-
-class Session:
-    """A psql process fed one statement at a time."""
-
-    def __init__(self, port, fenced):
-        env = dict(os.environ, PGCONNECT_TIMEOUT="10")
-        if fenced:
-            env["PGOPTIONS"] = "-c dlock.durability=fenced"
-        self.p = subprocess.Popen(
-            ["psql", "-X", "-q", "-At", "-F", "|", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-             "-d", DB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env=env)
-        self.broken = False
-        self.run("SET statement_timeout = '20s'")
-
-    def run(self, sql):
-        """(rows, error): the output lines, and the error text or None ("lost"
-        when the session ended)."""
-        if self.broken:
-            return [], "lost"
-        try:
-            self.p.stdin.write(sql.strip().rstrip(";") + ";\n\\echo @@end\n")
-            self.p.stdin.flush()
-        except OSError:
-            self.broken = True
-            return [], "lost"
-        rows, err = [], None
-        while True:
-            line = self.p.stdout.readline()
-            if not line:
-                self.broken = True
-                return rows, (err or "lost")
-            line = line.rstrip("\n")
-            if line == "@@end":
-                return (rows if err is None else []), err
-            if "ERROR:" in line or "FATAL:" in line:
-                err = err or line
-            elif line.startswith(("WARNING:", "NOTICE:", "DETAIL:", "HINT:", "CONTEXT:", "LINE ", "psql:")):
-                continue
-            elif "connection" in line and ("lost" in line or "closed" in line):
-                err = err or "lost"
-            else:
-                rows.append(line)
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
 
 
 class Torture:
@@ -202,13 +139,7 @@ class Torture:
         return self.dirs[1 - self.primary]
 
     def psql(self, sql, port=None, db=DB):
-        out = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
-                              "-p", str(port or self.port), "-U", "postgres", "-d", db],
-                             input=sql, capture_output=True, text=True,
-                             env=dict(os.environ, PGCONNECT_TIMEOUT="10"))
-        if out.returncode != 0:
-            raise RuntimeError(f"psql failed: {out.stderr.strip()}\n{sql}")
-        return [line for line in out.stdout.splitlines() if line]
+        return psql_lines(port or self.port, db, sql)
 
     def start(self):
         for d in self.dirs + [self.backup]:
@@ -232,7 +163,7 @@ class Torture:
         if s is None or s.broken:
             if s is not None:
                 s.close()
-            s = self.sessions[fenced] = Session(self.port, fenced)
+            s = self.sessions[fenced] = Session(self.port, DB, "torture", fenced, statement_timeout="20s")
         return s
 
     def make_standby(self):

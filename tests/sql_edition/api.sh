@@ -299,32 +299,41 @@ nothing=$(o "SELECT count(*) FROM dlock.locks WHERE lock_name = '$tag:x'")
 check "bad input creates nothing" test "$nothing" = 0
 
 # --- lease policies -------------------------------------------------------------
-# min_hold of 3 seconds: the three calls below fit in it on a loaded machine
-o "SELECT dlock.try_acquire('$tag:min', '10 seconds', '$A', min_hold => '3 seconds')" "SELECT dlock.release('$tag:min', '$A')" >/dev/null
-min_state=$(o "SELECT policy_state FROM dlock.locks WHERE lock_name = '$tag:min'")
-min_refused=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
-check "a release inside min_hold keeps the name ($min_state)" test "$min_refused" = t -a "$min_state" = "released, held until min_hold"
-sleep 3.1
-min_later=$(o "SELECT owner_token FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
-check "... until min_hold has passed" test "$min_later" = "$B"
+# Each policy's steps run in one session, timed by pg_sleep on the server:
+# the time a psql takes to start on a loaded machine must not move a step
+# across a policy's edge.
+line_of() { sed -n "s/^$1 //p" <<<"$2"; }
+min_out=$(o "SELECT dlock.try_acquire('$tag:min', '10 seconds', '$A', min_hold => '3 seconds') IS NOT NULL" \
+	"SELECT dlock.release('$tag:min', '$A')" \
+	"SELECT 'state ' || policy_state FROM dlock.locks WHERE lock_name = '$tag:min'" \
+	"SELECT 'refused ' || (owner_token IS NULL) FROM dlock.try_acquire('$tag:min', '1 minute', '$B')" \
+	"SELECT pg_sleep(3.1)" \
+	"SELECT 'later ' || owner_token FROM dlock.try_acquire('$tag:min', '1 minute', '$B')")
+min_state=$(line_of state "$min_out")
+check "a release inside min_hold keeps the name ($min_state)" \
+	test "$(line_of refused "$min_out")" = true -a "$min_state" = "released, held until min_hold"
+check "... until min_hold has passed" test "$(line_of later "$min_out")" = "$B"
 # granted at 0 s, renewed at 2.5 s (before max_hold), refused at 4.5 s (how
 # far an accepted renewal may extend the lease under max_hold is not checked
 # here: the C core is changing it)
-o "SELECT dlock.try_acquire('$tag:max', '4 seconds', '$A', max_hold => '4 seconds')" >/dev/null
-sleep 2.5
-max_first=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NOT NULL")
-sleep 2
-max_later=$(o "SELECT dlock.renew('$tag:max', '$A', '4 seconds') IS NULL")
+max_out=$(o "SELECT dlock.try_acquire('$tag:max', '4 seconds', '$A', max_hold => '4 seconds') IS NOT NULL" \
+	"SELECT pg_sleep(2.5)" \
+	"SELECT 'first ' || (dlock.renew('$tag:max', '$A', '4 seconds') IS NOT NULL)" \
+	"SELECT pg_sleep(2)" \
+	"SELECT 'later ' || (dlock.renew('$tag:max', '$A', '4 seconds') IS NULL)")
+max_first=$(line_of first "$max_out")
+max_later=$(line_of later "$max_out")
 check "max_hold: a renewal accepted before it, refused after it ($max_first $max_later)" \
-	test "$max_first $max_later" = "t t"
-o "SELECT dlock.try_acquire('$tag:delay', '200 ms', '$A', lock_delay => '800 ms')" >/dev/null
-sleep 0.4
-delayed=$(o "SELECT owner_token IS NULL FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')")
-delay_state=$(o "SELECT policy_state FROM dlock.locks WHERE lock_name = '$tag:delay'")
-sleep 0.8
-undelayed=$(o "SELECT owner_token FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')")
+	test "$max_first $max_later" = "true true"
+delay_out=$(o "SELECT dlock.try_acquire('$tag:delay', '200 ms', '$A', lock_delay => '800 ms') IS NOT NULL" \
+	"SELECT pg_sleep(0.4)" \
+	"SELECT 'delayed ' || (owner_token IS NULL) FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')" \
+	"SELECT 'state ' || policy_state FROM dlock.locks WHERE lock_name = '$tag:delay'" \
+	"SELECT pg_sleep(0.8)" \
+	"SELECT 'later ' || owner_token FROM dlock.try_acquire('$tag:delay', '1 minute', '$B')")
+delay_state=$(line_of state "$delay_out")
 check "lock_delay keeps an expired lease's name ($delay_state), then grants it" \
-	test "$delayed" = t -a "$undelayed" = "$B" -a "$delay_state" = "expired, delayed (lock_delay)"
+	test "$(line_of delayed "$delay_out")" = true -a "$(line_of later "$delay_out")" = "$B" -a "$delay_state" = "expired, delayed (lock_delay)"
 
 # --- lock kinds ---------------------------------------------------------------
 sh1=$(o "SELECT fencing_token FROM dlock.try_acquire_shared('$tag:rw', '1 minute', '$A')")
