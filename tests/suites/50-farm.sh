@@ -162,13 +162,14 @@ check "control: a reshard that leaves the moving leases live gives two live hold
 down_check() { # DOWN [ASSUMED]: calls of DOWN's names fail, the others go on
 	local down=$1 assumed=${2:-$1} bad=0 name p out
 	while IFS='|' read -r name p; do
-		if out=$(timeout 15 psql -X -q -At -d "$PROXY" -c "SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('$name', '1 s')" 2>&1); then
+		if out=$(timeout 15 psql -X -q -At -d "$PROXY" -c "SELECT fencing_token IS NOT NULL FROM dlock.try_acquire('$name', '1 s')" 2>&1 </dev/null); then
 			[ "$p" = "$assumed" ] && { echo "answered on the down partition: $name $out"; bad=1; }
 		else
 			[ "$p" != "$assumed" ] && { echo "failed on a live partition: $name $out"; bad=1; }
 			[ "$p" = "$assumed" ] && { grep -q 'could not connect\|connection to server\|Connection refused' <<<"$out" || { echo "unclear error: $out"; bad=1; }; }
 		fi
 	done <"$scratch/iso-names"
+	grep -q "|$assumed\$" "$scratch/iso-names" || { echo "no name on partition $assumed"; bad=1; }
 	return $bad
 }
 q "$PROXY" -c "SELECT 'iso' || i, dlock_farm.partition_number('iso' || i) FROM generate_series(1, 24) i" >"$scratch/iso-names"
