@@ -158,6 +158,12 @@ grep violation "$scratch/norelease.out" | head -3
 check "control: a reshard that leaves the moving leases live gives two live holders, caught" \
 	grep -q 'two live holders' "$scratch/norelease.out"
 
+# --- make bench's farm case runs (bench/farm.sh; it measures nothing here)
+"$root/bench/farm.sh" --farm "$dir" --duration 1 >"$scratch/bench.out" 2>&1
+check "bench/farm.sh gives figures for the proxy and direct routing" \
+	grep -Eq '^\| direct routing, 2 clients on each partition \| 8 \| [1-9][0-9]* \|' "$scratch/bench.out"
+check "bench/farm.sh gives the proxy's cost per call" grep -q '^The proxy adds .* ms per call' "$scratch/bench.out"
+
 # --- failure isolation: one partition stopped, then another killed
 down_check() { # DOWN [ASSUMED]: calls of DOWN's names fail, the others go on
 	local down=$1 assumed=${2:-$1} bad=0 name p out
