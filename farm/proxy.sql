@@ -40,6 +40,7 @@ COMMENT ON FUNCTION dlock_farm.partitions() IS 'the farm''s partitions: number a
 CREATE FUNCTION dlock_farm.hash(lock_name text)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT COALESCE(pg_catalog.hashtext(lock_name), 0)
 $$;

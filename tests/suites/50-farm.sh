@@ -5,12 +5,13 @@
 # one of hashtext(name) & 3; dlock.locks gathers every partition; a multi-lock
 # across partitions is refused and takes nothing; resharding 2 -> 4 under load
 # issues no token twice and never two live holders (farm/reshard.sh); one
-# partition stopped or killed fails only its own names. Each checker has a
-# negative control it must catch: a proxy function routed to the wrong
-# partition, a name planted on a second partition, a multi-lock sent past the
-# refusal, planted duplicates and overlaps, a reshard without the carry-over
-# and one without ending the moving leases, a wrong idea of which partition
-# is down.
+# partition stopped or killed fails only its own names; the proxy keeps the
+# extension's privileges. Negative controls, each of which its checker must
+# catch: a proxy function without its pinned search_path (pgspot), a proxy
+# function routed to the wrong partition, a name planted on a second
+# partition, a multi-lock sent past the refusal, planted duplicates and
+# overlaps, a reshard without the carry-over and one without ending the moving
+# leases, a wrong idea of which partition is down.
 set -uo pipefail
 
 root=$DLOCK_ROOT
@@ -29,6 +30,17 @@ q() {
 	shift
 	psql -X -q -At -v ON_ERROR_STOP=1 -d "$conninfo" "$@"
 }
+
+# the proxy's script is installed by a superuser: pgspot (pinned in
+# scripts/install-deps.sh) finds nothing in it; control: one function without
+# its pinned search_path is found
+pgspot=${PGSPOT:-${DLOCK_PGSPOT_VENV:-/var/cache/pg_dlock/pgspot-0.9.4}/bin/pgspot}
+spot() { "$pgspot" --ignore-lang plproxy "$1" 2>&1 | tail -n 1; }
+check "pgspot: no finding in farm/proxy.sql" grep -q 'Errors: 0 Warnings: 0 Unknown: 0' <<<"$(spot "$root/farm/proxy.sql")"
+awk '/^CREATE FUNCTION dlock_farm.hash/ { f = 1 } f && /^SET search_path/ { f = 0; next } { print }' \
+	"$root/farm/proxy.sql" >"$scratch/proxy-unpinned.sql"
+check "control: pgspot finds a function of the proxy without its search_path" \
+	grep -q 'Warnings: 1 ' <<<"$(spot "$scratch/proxy-unpinned.sql")"
 
 "$root/farm/setup.sh" up "$dir" 4 >"$scratch/setup.log" 2>&1 || { cat "$scratch/setup.log"; echo "0 passed, 1 failed"; exit 1; }
 . "$dir/farm.env"
@@ -81,6 +93,19 @@ q "$(part "$wrong")" -c "SELECT dlock.try_acquire('r2', '1 min')" >/dev/null
 placement >"$scratch/placement-bad.out"
 check "control: a name on a second partition is caught" grep -qx 'misplaced r2' "$scratch/placement-bad.out"
 q "$(part "$wrong")" -c "SELECT dlock.force_release('r2', 'control'), dlock.reap('0')" >/dev/null
+
+# --- what the proxy refuses or keeps from PUBLIC
+out=$(psql -X -d "$PROXY" -c '\set VERBOSITY sqlstate' -c "SELECT dlock.try_acquire('sb', '1 min', session_bound => true)" 2>&1)
+check "session_bound through the proxy refused with 0A000" grep -q 'ERROR:  0A000' <<<"$out"
+q "$PROXY" -c 'CREATE ROLE regress_farm_user'
+as_user() { psql -X -q -At -d "$PROXY" -c '\set VERBOSITY sqlstate' -c 'SET ROLE regress_farm_user' -c "$1" 2>&1; }
+check "a role without grants takes and releases through the proxy" \
+	test "$(as_user "SELECT dlock.release('pu', (dlock.try_acquire('pu', '1 min')).owner_token)")" = t
+check "a role without grants reads dlock.partition_of" grep -q '^host=' <<<"$(as_user "SELECT dlock.partition_of('pu')")"
+for f in "holds('pu', 1)" "fence('pu', 1)" "force_release('pu', 'x')" "resize_semaphore('pu', 2)"; do
+	check "dlock.${f%%(*} needs a grant on the proxy (42501)" grep -q 'ERROR:  42501' <<<"$(as_user "SELECT dlock.$f")"
+done
+q "$PROXY" -c 'DROP ROLE regress_farm_user'
 
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1
