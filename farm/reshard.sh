@@ -21,14 +21,14 @@
 #    every token it had; then it lets the proxy's role in; the old partition
 #    reaps the moved names' rows.
 #
-# FARM_RESHARD_UNSAFE=skip-carry or skip-release leaves out one step: the
-# negative controls of tests/suites/50-farm.sh, never for use.
+# FARM_RESHARD_UNSAFE, a list of skip-carry, skip-release and skip-fence, leaves
+# out those steps: the negative controls of tests/suites/50-farm.sh, never for use.
 set -euo pipefail
 
 proxy=${1:?PROXY_CONNINFO required}
 shift
 su=${FARM_SUPERUSER:-postgres}
-unsafe=${FARM_RESHARD_UNSAFE:-}
+unsafe=" ${FARM_RESHARD_UNSAFE:-} "
 
 sql() {
 	local conninfo=$1
@@ -71,7 +71,7 @@ for i in $(seq 0 $((n - 1))); do
 			PERFORM pg_sleep(0.01);
 		END LOOP; END \$\$"
 	moving="(hashtext(lock_name) & $mask) = $target"
-	if [ "$unsafe" != skip-release ]; then
+	if [[ $unsafe != *" skip-release "* ]]; then
 		echo "reshard.sh: ending the moving leases of partition $target from $(sql "$from" -c 'SELECT extract(epoch FROM clock_timestamp())')"
 		sql "$from" -c "SELECT count(dlock.force_release(lock_name, 'moved to partition $target'))
 			FROM dlock.locks WHERE $moving AND holders > 0" >/dev/null
@@ -79,10 +79,10 @@ for i in $(seq 0 $((n - 1))); do
 	fences=$(sql "$from" -c "SELECT coalesce(string_agg(format('SELECT dlock.fence(%L, %s);', resource, fencing_token), ' '), '')
 		FROM dlock.resource_fence WHERE (hashtext(resource) & $mask) = $target")
 	state=$(sql "$from" -F ' ' -c 'SELECT fencing_token, history FROM dlock.highest_token()')
-	if [ "$unsafe" != skip-carry ]; then
+	if [[ $unsafe != *" skip-carry "* ]]; then
 		sql "$to" -c "SELECT dlock.carry_over(${state% *}, ${state#* })" >/dev/null
 	fi
-	[ -z "$fences" ] || sql "$to" -c "$fences" >/dev/null
+	[ -z "$fences" ] || [[ $unsafe == *" skip-fence "* ]] || sql "$to" -c "$fences" >/dev/null
 	sql "$to" -c "GRANT CONNECT ON DATABASE \"$todb\" TO dlock_farm"
 	# the moved names' rows, all free now, leave the old partition
 	sql "$from" -c "SELECT dlock.reap('0', 1000000000)" >/dev/null

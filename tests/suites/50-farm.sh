@@ -35,7 +35,7 @@ q() {
 # scripts/install-deps.sh) finds nothing in it; control: one function without
 # its pinned search_path is found
 pgspot=${PGSPOT:-${DLOCK_PGSPOT_VENV:-/var/cache/pg_dlock/pgspot-0.9.4}/bin/pgspot}
-spot() { "$pgspot" --ignore-lang plproxy "$1" 2>&1 | tail -n 1; }
+spot() { "$pgspot" --ignore-lang plproxy "$1" 2>&1 | grep "Errors:"; }
 check "pgspot: no finding in farm/proxy.sql" grep -q 'Errors: 0 Warnings: 0 Unknown: 0' <<<"$(spot "$root/farm/proxy.sql")"
 awk '/^CREATE FUNCTION dlock_farm.hash/ { f = 1 } f && /^SET search_path/ { f = 0; next } { print }' \
 	"$root/farm/proxy.sql" >"$scratch/proxy-unpinned.sql"
@@ -141,6 +141,7 @@ reshard_run() { # NAME [UNSAFE]: prints the checker's verdict
 	local hist=$scratch/$run.jsonl stop=$scratch/$run.stop held
 	held=$(printf 'h%s ' $(seq 1 16))
 	/usr/bin/python3 "$load" hold "$proxy" "$hist" $held
+	q "$proxy" -c "SELECT count(dlock.fence('f' || i, 1000)) FROM generate_series(1, 16) i" >/dev/null
 	/usr/bin/python3 "$load" load "$proxy" "$stop" "$hist" --threads 4 >"$scratch/$run.load" 2>&1 &
 	local pid=$!
 	sleep 1
@@ -153,6 +154,12 @@ reshard_run() { # NAME [UNSAFE]: prints the checker's verdict
 	wait "$pid"
 	cat "$scratch/$run.load"
 	/usr/bin/python3 "$load" hold "$proxy" "$hist" $held
+	# a fenced resource refuses a lower token wherever it moved
+	psql -X -q -d "$proxy" -c "DO \$\$ DECLARE n int := 0; BEGIN
+		FOR i IN 1..16 LOOP
+			BEGIN PERFORM dlock.fence('f' || i, 999); n := n + 1; EXCEPTION WHEN sqlstate 'PD001' THEN NULL; END;
+		END LOOP;
+		RAISE NOTICE 'fences that took a lower token: %', n; END \$\$" 2>&1 | sed -n 's/^.*NOTICE: *//p'
 	/usr/bin/python3 "$load" check "$hist" --reshard "$scratch/$run.reshard" "$proxy"
 }
 
@@ -164,6 +171,7 @@ check "the load was granted leases before and after the move" \
 	awk '/^load / { for (i = 2; i <= NF; i++) if ($i ~ /^grants=/) { split($i, a, "="); exit !(a[2] >= 50) } }' "$scratch/reshard.out"
 check "the live names of the moved partitions were taken again on their new partitions" \
 	test "$(for i in 2 3; do q "$(part "$i" reshard)" -c "SELECT count(*) FROM dlock.locks WHERE lock_name LIKE 'h%' AND holders > 0"; done | awk '{ s += $1 } END { print s }')" -ge 2
+check "every fenced resource refuses a lower token after the reshard" grep -q 'fences that took a lower token: 0$' "$scratch/reshard.out"
 check "both old partitions were split" test "$(grep -c 'split, its names' "$scratch/reshard.reshard")" = 2
 for i in 0 1 2 3; do
 	q "$(part "$i" reshard)" -c "SELECT lock_name, $i, hashtext(lock_name) & 3 FROM dlock.locks"
@@ -178,10 +186,12 @@ reshard_run nocarry skip-carry >"$scratch/nocarry.out" 2>&1
 grep violation "$scratch/nocarry.out" | head -3
 check "control: a reshard without carry_over issues lower tokens again, caught" \
 	grep -q 'granted after token\|a token twice' "$scratch/nocarry.out"
-reshard_run norelease skip-release >"$scratch/norelease.out" 2>&1
+reshard_run norelease "skip-release skip-fence" >"$scratch/norelease.out" 2>&1
 grep violation "$scratch/norelease.out" | head -3
 check "control: a reshard that leaves the moving leases live gives two live holders, caught" \
 	grep -q 'two live holders' "$scratch/norelease.out"
+check "control: a reshard that leaves the fence state behind lets moved resources take a lower token, caught" \
+	grep -q 'fences that took a lower token: [1-9]' "$scratch/norelease.out"
 
 # --- make bench's farm case runs (bench/farm.sh; it measures nothing here)
 "$root/bench/farm.sh" --farm "$dir" --duration 1 >"$scratch/bench.out" 2>&1
