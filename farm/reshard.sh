@@ -61,13 +61,13 @@ for i in $(seq 0 $((n - 1))); do
 	# calls that took the old list before the change: on the proxy, then on the old partition
 	sql "$proxy" -c "DO \$\$ BEGIN
 		WHILE EXISTS (SELECT FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active'
-			AND backend_type = 'client backend' AND query_start < '$since') LOOP
+			AND datname = current_database() AND query_start < '$since') LOOP
 			PERFORM pg_sleep(0.01);
 		END LOOP; END \$\$"
 	drained=$(sql "$proxy" -c 'SELECT clock_timestamp()')
 	sql "$from" -c "DO \$\$ BEGIN
 		WHILE EXISTS (SELECT FROM pg_stat_activity WHERE usename = 'dlock_farm' AND state = 'active'
-			AND query_start < '$drained') LOOP
+			AND datname = current_database() AND query_start < '$drained') LOOP
 			PERFORM pg_sleep(0.01);
 		END LOOP; END \$\$"
 	moving="(hashtext(lock_name) & $mask) = $target"
