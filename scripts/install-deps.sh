@@ -19,8 +19,8 @@ faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)
 # The lock farm (farm/) routes calls with PL/Proxy; its suite (50-farm) drives
-# the load with psycopg2.
-farm=(postgresql-15-plproxy python3-psycopg2)
+# the load with psycopg2 and pauses a partition with pgrep (procps).
+farm=(postgresql-15-plproxy python3-psycopg2 procps)
 # valgrind counts the server's instructions per pair (bench/instructions.sh)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev valgrind)
 # docs/postgres_exporter.yaml is read by a real exporter (tests/suites/28-exporter.sh)
