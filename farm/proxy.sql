@@ -287,6 +287,7 @@ CREATE FUNCTION dlock.try_acquire_all(lock_names text[], ttl interval, owner_tok
 	holder text DEFAULT NULL)
 RETURNS SETOF dlock.lease
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT * FROM dlock_farm.try_acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl, owner_token, holder)
@@ -295,6 +296,7 @@ CREATE FUNCTION dlock.acquire_all(lock_names text[], ttl interval, wait interval
 	holder text DEFAULT NULL)
 RETURNS SETOF dlock.lease
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT * FROM dlock_farm.acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl, wait, owner_token, holder)
@@ -332,5 +334,9 @@ REVOKE ALL ON FUNCTION dlock.holds(text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dlock.fence(text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dlock.force_release(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dlock.resize_semaphore(text, integer) FROM PUBLIC;
+-- Given a partition number, these would take names on a partition that does
+-- not own them: only the refusing wrappers (SECURITY DEFINER) call them.
+REVOKE ALL ON FUNCTION dlock_farm.try_acquire_all(integer, text[], interval, uuid, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock_farm.acquire_all(integer, text[], interval, interval, uuid, text) FROM PUBLIC;
 GRANT USAGE ON SCHEMA dlock, dlock_farm TO PUBLIC;
 GRANT SELECT ON dlock.locks TO PUBLIC;

@@ -106,6 +106,10 @@ check "a role without grants reads dlock.partition_of" grep -q '^host=' <<<"$(as
 for f in "holds('pu', 1)" "fence('pu', 1)" "force_release('pu', 'x')" "resize_semaphore('pu', 2)"; do
 	check "dlock.${f%%(*} needs a grant on the proxy (42501)" grep -q 'ERROR:  42501' <<<"$(as_user "SELECT dlock.$f")"
 done
+check "a role without grants cannot send a multi-lock to a chosen partition (42501)" \
+	grep -q 'ERROR:  42501' <<<"$(as_user "SELECT * FROM dlock_farm.try_acquire_all(1, ARRAY['pu'], '1 min', NULL, NULL)")"
+check "a role without grants takes a multi-lock of one partition" \
+	test "$(as_user "SELECT count(*) FROM dlock.try_acquire_all(ARRAY['eq-m5', 'eq-m8'], '1 s')")" = 2
 q "$PROXY" -c 'DROP ROLE regress_farm_user'
 
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
