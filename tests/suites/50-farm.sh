@@ -112,6 +112,16 @@ check "a role without grants takes a multi-lock of one partition" \
 	test "$(as_user "SELECT count(*) FROM dlock.try_acquire_all(ARRAY['eq-m5', 'eq-m8'], '1 s')")" = 2
 q "$PROXY" -c 'DROP ROLE regress_farm_user'
 
+# --- fencing where the name lives: assert_holds with a token granted through the
+# proxy passes on the owning partition and is refused (PD002) on another
+tok=$(q "$PROXY" -c "SELECT fencing_token FROM dlock.try_acquire('fz', '1 min')")
+own=$(q "$PROXY" -c "SELECT dlock_farm.partition_number('fz')")
+other=$(((own + 1) % 4))
+check "assert_holds passes on the partition dlock.partition_of gives" \
+	psql -X -q -v ON_ERROR_STOP=1 -d "$(q "$PROXY" -c "SELECT dlock.partition_of('fz')") user=postgres" -o /dev/null -c "SELECT dlock.assert_holds('fz', $tok)"
+out=$(psql -X -q -d "$(part "$other")" -c '\set VERBOSITY sqlstate' -c "SELECT dlock.assert_holds('fz', $tok)" 2>&1)
+check "assert_holds on a partition that does not own the name refuses the token (PD002)" grep -q 'ERROR:  PD002' <<<"$out"
+
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1
 before=$(q "$PROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0")
