@@ -34,16 +34,16 @@ done
 work=$(mktemp -d /tmp/bench-farm.XXXXXX)
 chmod 755 "$work" # the servers run as postgres
 own=0
-if [ -z "$farm" ]; then
-	farm=$work/farm
-	own=1
-	"$root/farm/setup.sh" up "$farm" 4 >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; exit 1; }
-fi
 cleanup() {
 	[ $own -eq 1 ] && "$root/farm/setup.sh" down "$farm" >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
+if [ -z "$farm" ]; then
+	farm=$work/farm
+	own=1
+	"$root/farm/setup.sh" up "$farm" 4 >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; exit 1; }
+fi
 . "$farm/farm.env"
 duration=${duration%.*} # pgbench takes whole seconds
 [ "${duration:-0}" -ge 1 ] || duration=1
