@@ -13,7 +13,9 @@
 #                function-cost, events, lock-kinds, session-handoff (handoff
 #                after the holder's client is SIGKILLed: bench/session_handoff.py),
 #                instructions (server instructions per pair, counted by valgrind
-#                in a single-user backend: bench/instructions.sh)
+#                in a single-user backend: bench/instructions.sh), farm
+#                (4 partitions behind a PL/Proxy proxy and by direct routing:
+#                bench/farm.sh)
 #   --duration   seconds measured per run (default 2), --rounds alternations (2)
 #   --keep       leave the server and redis running afterwards (for debugging)
 #   --no-profile skip the profiles. By default, when perf (linux-perf) is
@@ -49,7 +51,7 @@ redis_dir=${BENCH_REDIS_DIR:-$(mktemp -d /tmp/bench-redis.XXXXXX)}
 PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 export PG_BINDIR
 
-cases="uncontended contended scale churn keep-alive business-write function-cost events lock-kinds session-handoff instructions"
+cases="uncontended contended scale churn keep-alive business-write function-cost events lock-kinds session-handoff instructions farm"
 duration=
 rounds=
 quick=0
@@ -215,6 +217,11 @@ for c in $cases; do
 			{ failures=$((failures + 1)); log "session-handoff reported errors"; }
 		continue
 	fi
+	if [ "$c" = farm ]; then
+		"$root/bench/farm.sh" --duration "$duration" --out "$results/farm.md.tmp" ||
+			{ failures=$((failures + 1)); log "farm reported errors"; }
+		continue
+	fi
 	if [ "$c" = instructions ]; then
 		"$root/bench/instructions.sh" --pairs "$instruction_pairs" --out "$results/instructions.md.tmp" ||
 			{ failures=$((failures + 1)); log "instructions reported errors"; }
@@ -360,6 +367,10 @@ mv "$tsv" "$results/latest.tsv"
 if [ -f "$results/session-handoff.md.tmp" ]; then
 	{ echo; cat "$results/session-handoff.md.tmp"; } >>"$results/latest.md"
 	mv "$results/session-handoff.md.tmp" "$results/session-handoff.md"
+fi
+if [ -f "$results/farm.md.tmp" ]; then
+	{ echo; cat "$results/farm.md.tmp"; } >>"$results/latest.md"
+	mv "$results/farm.md.tmp" "$results/farm.md"
 fi
 if [ -f "$results/instructions.md.tmp" ]; then
 	{ echo; cat "$results/instructions.md.tmp"; } >>"$results/latest.md"

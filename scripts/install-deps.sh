@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that build, test and benchmark pg_dlock.
 # Only packages that are missing are installed, so a second run is quick.
-# Usage: scripts/install-deps.sh [core|client|bench|ha|debian|all]   (default: all)
+# Usage: scripts/install-deps.sh [core|client|bench|ha|debian|farm|all]   (default: all)
 set -euo pipefail
 
 core=(postgresql-15 postgresql-server-dev-15 postgresql-client-15 make gcc libc6-dev python3-yaml python3-venv)
@@ -18,6 +18,9 @@ faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)
+# The lock farm (farm/) routes calls with PL/Proxy; its suite (50-farm) drives
+# the load with psycopg2 and pauses a partition with pgrep (procps).
+farm=(postgresql-15-plproxy python3-psycopg2 procps)
 # valgrind counts the server's instructions per pair (bench/instructions.sh)
 bench=(redis-server libhiredis-dev gnuplot-nox libbenchmark-dev valgrind)
 # docs/postgres_exporter.yaml is read by a real exporter (tests/suites/28-exporter.sh)
@@ -29,11 +32,12 @@ debian=(postgresql-server-dev-all debhelper dpkg-dev fakeroot pkg-config man-db)
 case "${1:-all}" in
 core) wanted=("${core[@]}") ;;
 client) wanted=("${core[@]}" "${client[@]}") ;;
-bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}") ;;
+bench) wanted=("${core[@]}" "${client[@]}" "${bench[@]}" "${farm[@]}") ;;
 ha) wanted=("${core[@]}" "${client[@]}" "${ha[@]}") ;;
 debian) wanted=("${core[@]}" "${client[@]}" "${debian[@]}") ;;
-all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}" "${debian[@]}" "${monitoring[@]}") ;;
-*) echo "usage: $0 [core|client|bench|ha|debian|all]" >&2; exit 2 ;;
+farm) wanted=("${core[@]}" "${farm[@]}") ;;
+all) wanted=("${core[@]}" "${client[@]}" "${faults[@]}" "${farm[@]}" "${bench[@]}" "${ha[@]}" "${model[@]}" "${debian[@]}" "${monitoring[@]}") ;;
+*) echo "usage: $0 [core|client|bench|ha|debian|farm|all]" >&2; exit 2 ;;
 esac
 
 missing=()
