@@ -112,6 +112,7 @@ faults: deps
 	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile full
+	tests/faults/run.sh --profile full --set network
 	model/check.sh --profile full
 
 soak: deps
