@@ -239,7 +239,9 @@ class Run:
         wait_port(listen)
         return p
 
-    def start_pgbouncer(self):
+    def start_pgbouncer(self, listen_addr="127.0.0.1", server_host="127.0.0.1", prefix=(), wait=None):
+        """PgBouncer in transaction pooling before the primary; prefix runs it on a
+        host of a network topology, wait(port) waits for it there."""
         d = f"{SCRATCH}-{self.sc['name']}-pgbouncer"
         self.scratch.append(d)
         shutil.rmtree(d, ignore_errors=True)
@@ -248,10 +250,10 @@ class Run:
             f.write('"faults_app" ""\n"postgres" ""\n')
         with open(os.path.join(d, "pgbouncer.ini"), "w") as f:
             f.write(f"""[databases]
-faults = host=127.0.0.1 port={self.primary.port} dbname=faults
+faults = host={server_host} port={self.primary.port} dbname=faults
 
 [pgbouncer]
-listen_addr = 127.0.0.1
+listen_addr = {listen_addr}
 listen_port = {self.port_bouncer}
 unix_socket_dir =
 auth_type = trust
@@ -269,10 +271,11 @@ pidfile = {d}/pgbouncer.pid
         cmd = [PGBOUNCER, os.path.join(d, "pgbouncer.ini")]
         if os.getuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        cmd = list(prefix) + cmd
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=open(os.path.join(self.dir, "pgbouncer.stderr"), "w"))
         self.helpers.append(p)
-        wait_port(self.port_bouncer)
+        (wait or wait_port)(self.port_bouncer)
         return p
 
     # --- workers ------------------------------------------------------

@@ -210,6 +210,32 @@ def s_net_loss(run):
         run.sleep(1.5 * run.ttl_ms / 1000.0)
 
 
+def s_net_pooler_cut(run):
+    """N-e. clienta's workers go through PgBouncer on a host of its own (transaction
+    pooling), clientb's straight to the primary; the pooler's host is cut off
+    from the primary (both ways) for 2-3 ttl: the hop in the middle fails, not
+    the client's own link."""
+    topo = net_setup(run, ("primary", "pooler", "clienta", "clientb"))
+    run.start_primary()
+    run.start_pgbouncer(listen_addr=topo.ip["pooler"], server_host=topo.ip["primary"],
+                        prefix=topo.exec_args("pooler"),
+                        wait=lambda port: topo.wait_port("clienta", "pooler", port))
+    pooled = net_conninfo(run, "pooler", run.port_bouncer)
+    start_net_workload(run, conninfo_for=lambda i: pooled if on_host(run, i) == "clienta" else net_conninfo(run))
+    run.sleep(1.0)
+    while run.fault_window():
+        lock = wait_for_cut_side_holder(run, run.ttl_ms / 1000.0)
+        seconds = run.rng.uniform(2.0, 3.0) * run.ttl_ms / 1000.0
+        topo.cut("pooler", "primary")
+        run.fault_start("net cut", None, hosts="pooler-primary", holder_lock=lock,
+                        seconds=round(seconds, 2))
+        time.sleep(seconds)
+        dropped = topo.drops()
+        topo.heal()
+        run.fault_end("net cut", None, hosts="pooler-primary", dropped=dropped)
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+
+
 NO_FENCING = {"fencing": False, "negative_control": True, "expect_violations": ["1", "2"],
               "standard_expect_violations": True}
 
@@ -227,10 +253,16 @@ NET_SCENARIOS = [
      "run": s_net_flap},
     {"name": "net4-packet-loss", "network": True,
      "title": "lossy link: 30% of packets lost each way for 3 ttl (netns)", "run": s_net_loss},
+    {"name": "net5-pooler-cut", "network": True,
+     "title": "PgBouncer's host cut off from the primary 2-3 ttl (netns), its clients on another host",
+     "run": s_net_pooler_cut},
     {"name": "Nnet1-cut-no-fencing", "network": True, "quick": True,
      "title": "negative control: client host cut off, fencing off", "run": s_net_cut, **NO_FENCING},
     {"name": "Nnet2-one-way-no-fencing", "network": True,
      "title": "negative control: asymmetric link, fencing off", "run": s_net_one_way, **NO_FENCING},
     {"name": "Nnet3-flapping-no-fencing", "network": True,
      "title": "negative control: flapping link, fencing off", "run": s_net_flap, **NO_FENCING},
+    {"name": "Nnet5-pooler-cut-no-fencing", "network": True,
+     "title": "negative control: PgBouncer's host cut off, fencing off", "run": s_net_pooler_cut,
+     **NO_FENCING},
 ]

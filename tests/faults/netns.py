@@ -153,6 +153,21 @@ class Topology:
         """The command prefix that runs a program on host."""
         return ["ip", "netns", "exec", self.ns[host]]
 
+    def wait_port(self, host, to, port, timeout=10):
+        """Until a TCP connection from host to host to's port succeeds."""
+        probe = ("import socket, sys, time\n"
+                 "end = time.time() + float(sys.argv[3])\n"
+                 "while True:\n"
+                 "    try:\n"
+                 "        socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=0.5).close(); break\n"
+                 "    except OSError:\n"
+                 "        if time.time() > end: sys.exit(1)\n"
+                 "        time.sleep(0.05)\n")
+        r = run(self.exec_args(host) + [sys.executable, "-c", probe, self.ip[to], str(port), str(timeout)],
+                check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"nothing listens on {to} ({self.ip[to]}) port {port}, seen from {host}")
+
     def cut(self, a, b, one_way=False):
         self.loss(a, b, 100, one_way)
 
