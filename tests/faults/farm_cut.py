@@ -26,6 +26,8 @@ farm it says so and passes nothing (exit 0 with "0 passed, 0 failed" and a
 skip line).
 
   tests/faults/farm_cut.py    (make faults; PG_BINDIR picks the server)
+  FARM_CUT_SERVER_OPTIONS="ADD query_timeout '3'" tests/faults/farm_cut.py
+                              the same with more options of the proxy's SQL/MED server
 """
 
 import os
@@ -76,6 +78,10 @@ class Farm:
         self.setup("proxy", f"host={proxy.dir} port={proxy.port} user=postgres dbname=farm",
                    *[f"host={self.topo.ip[p]} port={self.servers[p].port} dbname=dlock connect_timeout=2"
                      for p in ("p0", "p1")])
+        extra = os.environ.get("FARM_CUT_SERVER_OPTIONS")
+        if extra:
+            # To try a bound of PL/Proxy's own, e.g. "ADD query_timeout '3'".
+            proxy.psql(f"ALTER SERVER dlock_farm OPTIONS ({extra})", db="farm")
         self.url = f"host={self.topo.ip['proxy']} port={proxy.port} user=postgres dbname=farm connect_timeout=3"
 
     @staticmethod
