@@ -112,6 +112,8 @@ faults: deps
 	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/faults/run.sh --profile full
+	tests/faults/run.sh --profile full --set network
+	tests/faults/farm_cut.py
 	model/check.sh --profile full
 
 soak: deps
@@ -121,9 +123,11 @@ soak: deps
 	tests/faults/run.sh --profile soak
 	TOKEN_TORTURE_PROFILE=long tests/run-all.sh 24-token-torture
 
-# Failover under Patroni (full profile); writes tests/ha/results/latest.md.
+# Failover under Patroni (full profile); writes tests/ha/results/latest.md, and
+# latest-network.md for the primary cut off from etcd on hosts made of network namespaces.
 ha: deps
 	$(DRIVER_MAKE) all
 	$(DRIVER_MAKE) install
 	$(MAKE) client
 	tests/ha/run.sh --profile full
+	tests/ha/run.sh --profile full --network

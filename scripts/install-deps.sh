@@ -14,7 +14,8 @@ model=(spin)
 # machines have it in /usr/local/go.
 client=(g++ cmake libpqxx-dev libcli11-dev libgtest-dev libgmock-dev pgbouncer iproute2 python3-venv nlohmann-json3-dev
 	openjdk-17-jdk-headless maven)
-faults=(libfaketime pgbouncer iproute2 python3-psycopg2)
+# iptables: the network faults between namespaces (tests/faults/netns.py)
+faults=(libfaketime pgbouncer iproute2 iptables python3-psycopg2)
 # Failover under Patroni (tests/ha). python3-etcd is the first of the DCS
 # clients patroni depends on (one of several); naming it keeps apt's choice fixed.
 ha=(patroni etcd-server python3-etcd)

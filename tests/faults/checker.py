@@ -51,6 +51,13 @@ Scenario extras (scenario.json "checks"):
                       name's highest token right after each restart ("recovered"
                       events, before any client goes on); a grant acknowledged
                       before that crash with a higher token was lost
+  client_deadline     the keep-alive workers' leases (the client library's
+                      deadlines, recorded with each grant and write): no local
+                      deadline later than the server's lease_until, and no write
+                      the client believed covered invoked after another owner's
+                      later grant -- the client reports a lost lease at its
+                      deadline, not after (tests/ha/ha_checker.py's belief check,
+                      strict)
   session_takeover    session-bound leases: after a holder is SIGKILLed (its
                       session ends), the lock is granted again before the
                       killed lease would have expired (fault_start carries
@@ -497,6 +504,20 @@ def check_local_belief(ops, res):
     res.info["local_belief_wrong"] = wrong
 
 
+def check_client_deadline(run_dir, ops, res):
+    # The one belief check, the failover harness's (a keep-alive history has the same shape).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
+    import ha_checker
+    clocks, deadlines = ha_checker.load_extras(run_dir)
+    if not deadlines:
+        res.flag("extra", "no grant or write recorded its deadlines: no keep-alive worker ran")
+    writes = {id(o) for o in ops if o.op == "write"}
+    overtaken, _ = ha_checker.check_beliefs(ops, clocks, deadlines, res, True, writes)
+    res.info["deadline_checked"] = len(deadlines)
+    res.info["writes_believed_lost"] = sum(1 for o in ops if o.op == "write" and (o.worker, o.id) in deadlines
+                                           and not o.local_valid)
+
+
 def check_converge(ops, res, ttl_ms, end_of_run):
     by_worker = {}
     for op in ops:
@@ -581,6 +602,8 @@ def check_run(run_dir):
                             scenario.get("ttl_ms", 1000))
     if checks.get("local_belief"):
         check_local_belief(ops, res)
+    if checks.get("client_deadline"):
+        check_client_deadline(run_dir, ops, res)
     if checks.get("session_takeover"):
         check_session_takeover(ops, events, res)
     if "min_lost_grants" in checks:

@@ -209,6 +209,8 @@ class PatroniNode(PgServer):
     def __init__(self, cluster, name, pg_port, rest_port):
         super().__init__(os.path.join(cluster.dir, name), pg_port, name=name)
         self.cluster = cluster
+        # On a topology (tests/faults/netns.py) the node is the host of its name.
+        self.addr = cluster.topology.ip[name] if cluster.topology else "127.0.0.1"
         self.rest_port = rest_port
         self.proc = None
         self.stopped = False  # SIGSTOPped by pause_patroni()
@@ -219,7 +221,8 @@ class PatroniNode(PgServer):
 
     def write_config(self, sync):
         c = self.cluster
-        hba = ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust",
+        net = f"{self.addr.rsplit('.', 1)[0]}.0/24" if c.topology else "127.0.0.1/32"
+        hba = [f"host all all {net} trust", f"host replication all {net} trust",
                "local all all trust", "local replication all trust"]
         lines = [
             f"scope: {c.scope}",
@@ -230,10 +233,10 @@ class PatroniNode(PgServer):
             "  file_num: 1",
             "  file_size: 100000000",
             "restapi:",
-            f"  listen: 127.0.0.1:{self.rest_port}",
-            f"  connect_address: 127.0.0.1:{self.rest_port}",
+            f"  listen: {self.addr}:{self.rest_port}",
+            f"  connect_address: {self.addr}:{self.rest_port}",
             "etcd3:",
-            f"  hosts: 127.0.0.1:{c.etcd_client_port}",
+            f"  hosts: {c.etcd_addr}:{c.etcd_client_port}",
             "bootstrap:",
             "  dcs:",
             f"    ttl: {LEADER_TTL}",
@@ -259,8 +262,8 @@ class PatroniNode(PgServer):
             "  - locale: C.UTF-8",
             "  - auth: trust",
             "postgresql:",
-            f"  listen: 127.0.0.1:{self.port}",
-            f"  connect_address: 127.0.0.1:{self.port}",
+            f"  listen: {self.addr}:{self.port}",
+            f"  connect_address: {self.addr}:{self.port}",
             f"  data_dir: {yaml_quote(self.data)}",
             f"  bin_dir: {yaml_quote(PG_BINDIR)}",
             f"  pgpass: {yaml_quote(os.path.join(self.dir, 'pgpass'))}",
@@ -287,12 +290,21 @@ class PatroniNode(PgServer):
 
     def start(self):
         out = open(os.path.join(self.dir, "patroni.out"), "a")
-        self.proc = subprocess.Popen([PATRONI, self.config_path], stdout=out, stderr=subprocess.STDOUT,
-                                     cwd=self.dir, start_new_session=True, **server_user())
+        topo = self.cluster.topology
+        if topo:
+            # Into the namespace as root, then down to postgres (Patroni refuses root).
+            cmd = topo.exec_args(self.name) + ["runuser", "-u", "postgres", "--", PATRONI, self.config_path]
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
+                                         start_new_session=True)
+        else:
+            self.proc = subprocess.Popen([PATRONI, self.config_path], stdout=out, stderr=subprocess.STDOUT,
+                                         cwd=self.dir, start_new_session=True, **server_user())
         self.stopped = False
 
     def rest(self, path, timeout=1.0):
         """GET on this node's REST API: (status, parsed JSON or None); (None, None) if unreachable."""
+        if self.cluster.topology:
+            return self.cluster.topology_get(self.name, f"http://{self.addr}:{self.rest_port}{path}", timeout)
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.rest_port}{path}", timeout=timeout) as r:
                 return r.status, json.loads(r.read() or b"null")
@@ -303,6 +315,18 @@ class PatroniNode(PgServer):
                 return e.code, None
         except (OSError, ValueError):
             return None, None
+
+    def psql(self, sql, db=None, check=True, timeout=30):
+        """On a topology by the node's Unix socket (its address is in another namespace)."""
+        if not self.cluster.topology:
+            return super().psql(sql, db=db, check=check, timeout=timeout)
+        env = dict(os.environ, PGHOST=self.dir, PGPORT=str(self.port), PGUSER="postgres",
+                   PGDATABASE=db or self.db, PGCONNECT_TIMEOUT=str(self.connect_timeout))
+        r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"psql on {self.name} failed: {r.stderr.strip()}")
+        return r.stdout.strip()
 
     def kill_postmaster(self):
         """SIGKILL to the postmaster (its backends die when they notice)."""
@@ -344,8 +368,12 @@ class PatroniNode(PgServer):
 class PatroniCluster:
     """Three PatroniNodes and their etcd (see the module's docstring)."""
 
-    def __init__(self, sync, directory=None):
+    def __init__(self, sync, directory=None, topology=None):
+        """topology: a tests/faults/netns.py Topology with hosts n1, n2, n3 and etcd;
+        each node and etcd then run on their own host, on its address."""
         self.sync = sync
+        self.topology = topology
+        self.etcd_addr = topology.ip["etcd"] if topology else "127.0.0.1"
         self.dir = directory or tempfile.mkdtemp(prefix="pg_dlock-ha.")
         os.chmod(self.dir, 0o755)
         self.scope = "dlock-ha-" + os.path.basename(self.dir).split(".")[-1]
@@ -373,10 +401,11 @@ class PatroniCluster:
 
     def start_etcd(self):
         data = os.path.join(self.dir, "etcd")
-        peer = f"http://127.0.0.1:{self.etcd_peer_port}"
-        client = f"http://127.0.0.1:{self.etcd_client_port}"
+        peer = f"http://{self.etcd_addr}:{self.etcd_peer_port}"
+        client = f"http://{self.etcd_addr}:{self.etcd_client_port}"
         out = open(os.path.join(self.dir, "etcd.log"), "w")
         self.etcd = subprocess.Popen(
+            (self.topology.exec_args("etcd") if self.topology else []) +
             [ETCD, "--name", "e1", "--data-dir", data,
              "--listen-client-urls", client, "--advertise-client-urls", client,
              "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -386,6 +415,9 @@ class PatroniCluster:
         deadline = time.monotonic() + 30
 
         def etcd_up():
+            if self.topology:
+                status, body = self.topology_get("etcd", f"{client}/health", 1.0)
+                return status == 200 and (body or {}).get("health") == "true"
             try:
                 with urllib.request.urlopen(f"{client}/health", timeout=1) as r:
                     return json.loads(r.read()).get("health") == "true"
@@ -417,6 +449,28 @@ class PatroniCluster:
                 shutil.copy(os.path.join(self.dir, "etcd.log"), keep_logs_in)
         if remove:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def topology_get(self, host, url, timeout):
+        """GET url from host's namespace: (status, parsed JSON or None), (None, None)."""
+        probe = ("import json, sys, urllib.request, urllib.error\n"
+                 "try:\n"
+                 "    r = urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])); c, b = r.status, r.read()\n"
+                 "except urllib.error.HTTPError as e:\n"
+                 "    c, b = e.code, e.read()\n"
+                 "except Exception:\n"
+                 "    print(json.dumps([None, None])); sys.exit()\n"
+                 "try:\n"
+                 "    b = json.loads(b or b'null')\n"
+                 "except ValueError:\n"
+                 "    b = None\n"
+                 "print(json.dumps([c, b]))\n")
+        try:
+            r = subprocess.run(self.topology.exec_args(host) + [sys.executable, "-c", probe, url, str(timeout)],
+                               capture_output=True, text=True, timeout=timeout + 5)
+            status, body = json.loads(r.stdout)
+            return status, body
+        except (subprocess.TimeoutExpired, ValueError):
+            return None, None
 
     # --- state ---------------------------------------------------------
     @staticmethod
@@ -473,7 +527,7 @@ class PatroniCluster:
         self.wait_for(healthy, deadline, "a leader and two streaming replicas")
 
     def conninfo(self, user, dbname):
-        hosts = ",".join("127.0.0.1" for _ in self.nodes)
+        hosts = ",".join(n.addr for n in self.nodes)
         ports = ",".join(str(n.port) for n in self.nodes)
         return (f"host={hosts} port={ports} user={user} dbname={dbname} "
                 f"target_session_attrs=read-write connect_timeout=2")

@@ -39,6 +39,7 @@ import checker  # noqa: E402
 from cluster import FAKETIME_LIB, PG_BINDIR, LocalServer, as_postgres  # noqa: E402
 from ports import free_ports  # noqa: E402
 import semaphore_check  # noqa: E402
+from net_scenarios import NET_SCENARIOS  # noqa: E402
 import standard_history  # noqa: E402
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
@@ -153,6 +154,7 @@ class Run:
         self.rng = random.Random(harness.seed * 1000 + zlib.crc32(scenario["name"].encode()) % 1000)
         self.t_end = None
         self.store = None  # the workers' file store (--store), read into the final state
+        self.on_cleanup = []  # called last by cleanup() (a network topology's teardown)
 
     # --- events -------------------------------------------------------
     def event(self, ev, fault, lock=None, **extra):
@@ -237,7 +239,9 @@ class Run:
         wait_port(listen)
         return p
 
-    def start_pgbouncer(self):
+    def start_pgbouncer(self, listen_addr="127.0.0.1", server_host="127.0.0.1", prefix=(), wait=None):
+        """PgBouncer in transaction pooling before the primary; prefix runs it on a
+        host of a network topology, wait(port) waits for it there."""
         d = f"{SCRATCH}-{self.sc['name']}-pgbouncer"
         self.scratch.append(d)
         shutil.rmtree(d, ignore_errors=True)
@@ -246,10 +250,10 @@ class Run:
             f.write('"faults_app" ""\n"postgres" ""\n')
         with open(os.path.join(d, "pgbouncer.ini"), "w") as f:
             f.write(f"""[databases]
-faults = host=127.0.0.1 port={self.primary.port} dbname=faults
+faults = host={server_host} port={self.primary.port} dbname=faults
 
 [pgbouncer]
-listen_addr = 127.0.0.1
+listen_addr = {listen_addr}
 listen_port = {self.port_bouncer}
 unix_socket_dir =
 auth_type = trust
@@ -267,10 +271,11 @@ pidfile = {d}/pgbouncer.pid
         cmd = [PGBOUNCER, os.path.join(d, "pgbouncer.ini")]
         if os.getuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        cmd = list(prefix) + cmd
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=open(os.path.join(self.dir, "pgbouncer.stderr"), "w"))
         self.helpers.append(p)
-        wait_port(self.port_bouncer)
+        (wait or wait_port)(self.port_bouncer)
         return p
 
     # --- workers ------------------------------------------------------
@@ -283,14 +288,19 @@ pidfile = {d}/pgbouncer.pid
             s += " target_session_attrs=read-write"
         return s
 
-    def start_workers(self, conninfo, extra_args=None, per_worker=None, env_for=None):
+    def start_workers(self, conninfo, extra_args=None, per_worker=None, env_for=None,
+                      prefix_for=None, mode_for=None):
+        """prefix_for(i): a command that runs worker i (ip netns exec NS); mode_for(i):
+        its fault_worker --mode, None for the default workload."""
         prof = self.h.profile
         n = prof["workers"]
         self.duration_ms = max(prof["duration"], self.sc.get("min_duration", 0)) * 1000
         self.worker_spawn = (conninfo, extra_args)
         for i in range(1, n + 1):
             wid = f"w{i}"
-            args = [self.h.worker, "--id", wid, "--conninfo", conninfo,
+            mode = mode_for(i) if mode_for else None
+            args = (prefix_for(i) if prefix_for else []) + [self.h.worker]
+            args += (["--mode", mode] if mode else []) + ["--id", wid, "--conninfo", conninfo,
                     "--history", os.path.join(self.dir, "history", f"{wid}.jsonl"),
                     "--locks", ",".join(LOCKS), "--duration-ms", str(self.duration_ms),
                     "--ttl-ms", str(self.ttl_ms), "--seed", str(self.h.seed * 100 + i),
@@ -455,6 +465,8 @@ pidfile = {d}/pgbouncer.pid
                 shutil.rmtree(path, ignore_errors=True)
             elif os.path.exists(path):
                 os.remove(path)
+        for done in self.on_cleanup:
+            done()
 
 
 def merge_store(final, store):
@@ -1274,6 +1286,13 @@ SCENARIOS = [
      "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
      "standard_expect_violations": True, "not_in_sql_edition": NOT_FENCED},
 ]
+# Faults of a real network between hosts made of network namespaces (needs
+# root): run with --set network or --set all (net_scenarios.py).
+NET_NOT_IN_SQL_EDITION = "the network scenarios run against the C extension only"
+SCENARIOS += [dict(sc, not_in_sql_edition=NET_NOT_IN_SQL_EDITION) for sc in NET_SCENARIOS]
+SETS = {"local": lambda sc: not sc.get("network"), "network": lambda sc: bool(sc.get("network")),
+        "network-quick": lambda sc: bool(sc.get("network")) and bool(sc.get("quick")),
+        "all": lambda sc: True}
 
 
 class Harness:
@@ -1286,8 +1305,11 @@ class Harness:
         self.client_everywhere = args.client_everywhere
         self.worker = args.worker
         self.edition = args.edition
+        self.in_set = SETS[args.set]
+        self.set_name = args.set
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        suffix = "" if args.edition == "c" else "-sql-edition"
+        suffix = ("" if args.edition == "c" else "-sql-edition") + \
+            ("" if args.set == "local" else f"-{args.set}")
         self.run_root = os.path.join(HERE, "results", f"run-{stamp}-{args.profile}{suffix}")
         os.makedirs(self.run_root, exist_ok=True)
         self.template = None
@@ -1336,6 +1358,8 @@ class Harness:
         results = []
         try:
             for sc in SCENARIOS:
+                if not self.in_set(sc):
+                    continue
                 if self.edition == "sql" and sc.get("not_in_sql_edition"):
                     print(f"--- {sc['name']}: skipped with the SQL edition: {sc['not_in_sql_edition']}",
                           flush=True)
@@ -1436,6 +1460,9 @@ def main():
                     help="use the client library in scenario 12 (PgBouncer) too")
     ap.add_argument("--edition", choices=sorted(EDITIONS), default="c",
                     help="c: pg_dlock, preloaded; sql: pg_dlock_sql, no library")
+    ap.add_argument("--set", choices=sorted(SETS), default="local",
+                    help="local: the one-host scenarios (default); network: those between "
+                         "network namespaces (root); network-quick: their make test subset; all")
     ap.add_argument("--results", help="the results table (default results/latest.md, "
                                       "results/latest-sql-edition.md with --edition sql)")
     ap.add_argument("--summary-json", help="also write the per-scenario results here")
@@ -1451,8 +1478,10 @@ def main():
         f.write(text)
     with open(os.path.join(h.run_root, "results.json"), "w") as f:
         json.dump(results, f, indent=2, default=str)
-    if not args.only:
+    if not args.only and args.set in ("local", "network"):
         latest = "latest.md" if args.edition == "c" else "latest-sql-edition.md"
+        if args.set != "local":
+            latest = latest.replace(".md", f"-{args.set}.md")
         with open(args.results or os.path.join(HERE, "results", latest), "w") as f:
             f.write(text)
     if args.summary_json:

@@ -3,8 +3,12 @@
 # histories, then runs every scenario (harness.py) and prints the results table.
 #
 #   tests/faults/run.sh [--profile quick|full|soak] [--only NAME,...] [--edition c|sql] [--pqxx] [--keep]
+#                       [--set local|network|network-quick|all]
 #
-# make faults = --profile full, make soak = --profile soak; make test runs the
+# --set network: the scenarios between hosts made of network namespaces
+# (net_scenarios.py; root), results in results/latest-network.md; make test runs
+# their quick subset through tests/suites/62-faults-network.sh.
+# make faults = --profile full (and --set network), make soak = --profile soak; make test runs the
 # quick profile through tests/suites/60-faults-quick.sh, and against the SQL
 # edition through 61-faults-sql-edition.sh. Results: the table in
 # tests/faults/results/latest.md (latest-sql-edition.md), per-run histories in

@@ -39,6 +39,16 @@ Runs: sync (synchronous_mode), async, and N1, a negative control: async with
 the timeline left out of tokens (dlock.test_ignore_timeline), which the
 checker must catch handing out tokens twice.
 
+With --network (root), instead: net-etcd-cut-sync and net-etcd-cut-async, on
+hosts made of network namespaces (tests/faults/netns.py: n1, n2, n3, etcd and
+the clients each on its own address), one fault:
+  etcd-cut  the primary's host cut off from etcd's (both ways; the clients
+            still reach every node) until a replica is writable plus 3 s.
+            Measured: when the old primary stops being a writable primary
+            (Patroni demotes it when it cannot update the leader key), its
+            last grant, the new primary and the first grant of the new
+            generation.
+
 Usage: ha.py --worker PATH [--profile quick|full] [--only NAME,...] [--keep]
 Run through tests/ha/run.sh, which builds the worker first. Results:
 tests/ha/results/latest.md (the table) and latest.json; run directories in
@@ -61,6 +71,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "faults"))
 import cluster  # noqa: E402
 from cluster import PatroniNode  # noqa: E402
 import ha_checker  # noqa: E402
+from netns import Topology  # noqa: E402
 from harness import FENCING_TRIGGERS, FINAL_STATE, LOCKS, SCHEMA, compress_histories, machine_name  # noqa: E402
 
 PROFILES = {
@@ -76,6 +87,12 @@ RUNS = [
     {"name": "N1-no-timeline", "title": "negative control: async, timeline left out of tokens",
      "sync": False, "ignore_timeline": True, "negative_control": True, "faults": ["isolate"],
      "expect_violations": ["3"]},
+    # Hosts made of network namespaces (tests/faults/netns.py; root), only with --network:
+    # the primary's host cut off from etcd's, every node, etcd and the clients on their own.
+    {"name": "net-etcd-cut-sync", "title": "primary cut off from etcd (network namespaces), synchronous_mode",
+     "sync": True, "network": True, "faults": ["etcd-cut"]},
+    {"name": "net-etcd-cut-async", "title": "primary cut off from etcd (network namespaces), asynchronous",
+     "sync": False, "network": True, "faults": ["etcd-cut"]},
 ]
 
 # Bounds of every wait (s).
@@ -103,7 +120,10 @@ class Run:
         self.dir = os.path.join(run_root, spec["name"])
         os.makedirs(os.path.join(self.dir, "history"), exist_ok=True)
         self.events = open(os.path.join(self.dir, "events.jsonl"), "w")
-        self.cluster = cluster.PatroniCluster(sync=spec["sync"])
+        self.topo = None
+        if spec.get("network"):
+            self.topo = Topology(list(cluster.NODES) + ["etcd", "client"]).create()
+        self.cluster = cluster.PatroniCluster(sync=spec["sync"], topology=self.topo)
         self.stop_file = os.path.join(self.cluster.dir, "stop-workers")
         self.workers = {}
 
@@ -131,7 +151,7 @@ class Run:
         conninfo = self.cluster.conninfo("faults_app", "faults")
         for i in range(1, self.p["workers"] + 1):
             wid = f"w{i}"
-            args = [self.args.worker, "--mode", "keep-alive", "--id", wid, "--conninfo", conninfo,
+            args = (self.topo.exec_args("client") if self.topo else []) + [self.args.worker, "--mode", "keep-alive", "--id", wid, "--conninfo", conninfo,
                     "--history", os.path.join(self.dir, "history", f"{wid}.jsonl"),
                     "--locks", ",".join(LOCKS), "--duration-ms", str(900 * 1000),
                     "--ttl-ms", str(self.p["ttl_ms"]), "--hold-ms", str(self.p["ttl_ms"]),
@@ -183,6 +203,34 @@ class Run:
             node.kill_postmaster()
             node.start()
         self.isolate(rnd, "isolate", PatroniNode.kill_patroni, bring_back)
+
+    def fault_etcd_cut(self, rnd):
+        """The primary's host cut off from etcd's, both ways, until a replica is
+        writable plus 3 s; the clients still reach every node. Recorded: when the
+        old primary stops being a writable primary (old_primary_read_only), and
+        when the new one answers /primary."""
+        old = self.cluster.leader()
+        self.event("fault_start", fault="etcd-cut", round=rnd, node=old.name, lock=None)
+        self.topo.cut(old.name, "etcd")
+        try:
+            deadline = time.monotonic() + FAILOVER_BOUND
+            read_only = new = None
+            while time.monotonic() < deadline and (read_only is None or new is None):
+                if read_only is None and old.psql_try("SELECT pg_is_in_recovery()", timeout=2) != "f":
+                    read_only = self.event("old_primary_read_only", node=old.name) or True
+                if new is None:
+                    new = self.cluster.writable_primary(exclude=(old,))
+                    if new is not None:
+                        self.event("new_primary", node=new.name)
+                time.sleep(0.05)
+            if new is None:
+                raise RuntimeError(f"no new primary within {FAILOVER_BOUND} s after cutting {old.name} off etcd")
+            time.sleep(SPLIT_BRAIN_EXTRA)
+        finally:
+            dropped = self.topo.drops()
+            self.topo.heal()
+        self.event("fault_end", fault="etcd-cut", round=rnd, node=old.name, lock=None, dropped=dropped)
+        self.wait_rejoined()
 
     def fault_isolate_restart(self, rnd):
         self.isolate(rnd, "isolate-restart", PatroniNode.kill_patroni, PatroniNode.start)
@@ -240,6 +288,8 @@ class Run:
                 p.wait()
         self.events.close()
         self.cluster.stop(remove=not self.args.keep, keep_logs_in=os.path.join(self.dir, "logs"))
+        if self.topo:
+            self.topo.close()
 
 
 def run_one(args, profile, spec, run_root):
@@ -285,12 +335,13 @@ def fmt(v):
     return "-" if v is None else str(v)
 
 
-def table(results, profile):
+def table(results, profile, network=False):
     lines = [
         f"# Failover under Patroni ({profile} profile)",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine_name()};",
-        f"Patroni {patroni_version()}, etcd {etcd_version()} (one member), three PostgreSQL nodes on loopback;",
+        f"Patroni {patroni_version()}, etcd {etcd_version()} (one member), three PostgreSQL nodes "
+        f"{'and etcd on hosts of their own (network namespaces)' if network else 'on loopback'};",
         "leader key ttl 10 s, loop_wait 1 s, primary_start_timeout 0; lease ttl "
         f"{PROFILES[profile]['ttl_ms']} ms, {PROFILES[profile]['workers']} workers (C++ client, keep-alive, "
         "multi-host connection string with target_session_attrs=read-write).",
@@ -306,8 +357,12 @@ def table(results, profile):
         "grant (only possible when a failover lost a grant or a renewal); accepted = of those, writes",
         "the server took (never on a holds()-guarded resource).",
         "",
-        "| run | fault | round | on | new primary ms | first new grant ms | lost grants | lost writes | leader after |",
-        "|---|---|---:|---|---:|---:|---:|---:|---|",
+        "etcd-cut (--network) = the primary's host cut off from etcd's host (network namespaces) until",
+        "a replica is writable plus 3 s. Old read-only = fault to the old primary no longer answering",
+        "as a writable primary; last old grant = fault to the last grant of the old generation.",
+        "",
+        "| run | fault | round | on | old read-only ms | last old grant ms | new primary ms | first new grant ms | lost grants | lost writes | leader after |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         for f in r.get("faults", []):
@@ -315,6 +370,7 @@ def table(results, profile):
             if f["leader_after"] == f["node"]:
                 after += " (took the leader key back)"
             lines.append(f"| {r['scenario']} | {f['fault']} | {f['round']} | {f['node']} | "
+                         f"{fmt(f.get('to_old_read_only_ms'))} | {fmt(f.get('to_last_old_grant_ms'))} | "
                          f"{fmt(f['to_new_primary_ms'])} | {fmt(f['to_first_new_grant_ms'])} | "
                          f"{f['lost_grants']} | {f['lost_writes']} | {after} |")
     lines += [
@@ -367,6 +423,8 @@ def main():
     ap.add_argument("--faults", default="", help="comma-separated faults per round instead of each run's "
                                                  "(kill, isolate, isolate-restart, isolate-stop)")
     ap.add_argument("--keep", action="store_true", help="keep the clusters' directories")
+    ap.add_argument("--network", action="store_true",
+                    help="the runs on hosts made of network namespaces (root) instead of the others")
     ap.add_argument("--results", default=os.path.join(HERE, "results"),
                     help="where latest.md / latest.json go")
     args = ap.parse_args()
@@ -377,13 +435,16 @@ def main():
     profile = PROFILES[args.profile]
     results = []
     for spec in RUNS:
+        if bool(spec.get("network")) != args.network:
+            continue
         if only and not any(o in spec["name"] for o in only):
             continue
         results.append(run_one(args, profile, spec, run_root))
-    text = table(results, args.profile)
-    with open(os.path.join(args.results, "latest.md"), "w") as f:
+    text = table(results, args.profile, args.network)
+    latest = "latest-network" if args.network else "latest"
+    with open(os.path.join(args.results, f"{latest}.md"), "w") as f:
         f.write(text)
-    with open(os.path.join(args.results, "latest.json"), "w") as f:
+    with open(os.path.join(args.results, f"{latest}.json"), "w") as f:
         json.dump(results, f, indent=2)
     prune_old_runs(args.results)
     print(text)

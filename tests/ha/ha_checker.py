@@ -161,11 +161,15 @@ def recovery(ops, events, windows):
     grants = sorted((o.complete, o.token >> GENERATION_SHIFT) for o in ops
                     if o.op == "acquire" and o.result == "ok" and o.token is not None)
     promoted = [e for e in events if e.get("ev") == "new_primary"]
+    read_only = [e for e in events if e.get("ev") == "old_primary_read_only"]
     healthy = [e for e in events if e.get("ev") == "healthy"]
     out = []
     for name, start, end, info in windows:
         before = max([gen for t, gen in grants if t < start], default=0)
         first = next((t for t, gen in grants if t >= start and gen > before), None)
+        # The old primary's last grant after the fault began (its generation or older).
+        last_old = max([t for t, gen in grants if t >= start and gen <= before], default=None)
+        demoted = next((e["t"] for e in read_only if e["t"] >= start), None)
         new_primary = next((e["t"] for e in promoted if e["t"] >= start), None)
         settled = next((e for e in healthy if e["t"] >= end), {})
         out.append({
@@ -174,6 +178,8 @@ def recovery(ops, events, windows):
             "node": info.get("node"),
             "to_new_primary_ms": None if new_primary is None else round((new_primary - start) / MS),
             "to_first_new_grant_ms": None if first is None else round((first - start) / MS),
+            "to_last_old_grant_ms": None if last_old is None else round((last_old - start) / MS),
+            "to_old_read_only_ms": None if demoted is None else round((demoted - start) / MS),
             "leader_after": settled.get("leader"),
         })
     return out

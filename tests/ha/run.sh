@@ -3,7 +3,7 @@
 # keep-alive mode this harness runs), checks the checker on synthetic
 # histories, then runs the Patroni scenario (ha.py) and prints the results.
 #
-#   tests/ha/run.sh [--profile quick|full] [--only NAME,...] [--keep] [--results DIR]
+#   tests/ha/run.sh [--profile quick|full] [--only NAME,...] [--keep] [--results DIR] [--network]
 #
 # make ha = --profile full (results committed in tests/ha/results/); make test
 # runs the quick profile through tests/suites/70-ha.sh.
