@@ -91,9 +91,6 @@ SELECT dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-000
 SELECT dlock.try_acquire('kp:min-sem', '10 s') IS NULL AS semaphore_writer_kept_out;
 SELECT (dlock.try_acquire_shared('kp:min', '10 s', '00000000-0000-0000-0000-00000000e005')).fencing_token IS NOT NULL AS reader_comes_in;
 SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e005') AS released;
--- a reap leaves the slots kept by min_hold
-SELECT dlock.reap('0 s') >= 0 AS reaped;
-SELECT count(*) AS kept_slots FROM dlock.lock_holder WHERE lock_name IN ('kp:min', 'kp:min-sem') AND not_before IS NOT NULL;
 SELECT pg_sleep(2.1);
 SELECT (dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e006')).fencing_token IS NOT NULL AS permit_after_min_hold;
 SELECT (dlock.try_acquire('kp:min', '10 s', '00000000-0000-0000-0000-00000000e007')).fencing_token IS NOT NULL AS writer_after_min_hold;
@@ -122,14 +119,28 @@ SELECT dlock.try_acquire_permit('kp:forced-sem', 1, '10 s') IS NULL AS forced_pe
 SELECT (dlock.try_acquire_shared('kp:delay', '10 s', '00000000-0000-0000-0000-00000000e00a')).fencing_token IS NOT NULL AS reader_comes_in;
 SELECT dlock.release('kp:delay', '00000000-0000-0000-0000-00000000e00a') AS released;
 SELECT (dlock.try_acquire('kp:released', '10 s')).fencing_token IS NOT NULL AS release_does_not_delay;
--- a reap leaves the delayed slots
-SELECT dlock.reap('0 s') >= 0 AS reaped;
-SELECT lock_name, slot FROM dlock.lock_holder WHERE lock_name IN ('kp:delay-sem', 'kp:forced-sem') ORDER BY lock_name;
-SELECT count(*) AS expired_reader_kept FROM dlock.lock_holder WHERE lock_name = 'kp:delay' AND owner_token IS NOT NULL;
 SELECT pg_sleep(2);
 SELECT (dlock.try_acquire_permit('kp:delay-sem', 1, '10 s')).fencing_token IS NOT NULL AS permit_after_delay;
 SELECT (dlock.try_acquire_permit('kp:forced-sem', 1, '10 s')).fencing_token IS NOT NULL AS forced_permit_after_delay;
 SELECT (dlock.try_acquire('kp:delay', '10 s')).fencing_token IS NOT NULL AS writer_after_delay;
+
+------------------------------------------------------------------------
+-- A reap leaves a slot that its min_hold or lock delay still keeps from
+-- new owners (it would give the permit back early); a released slot
+-- without policy, idle as long, goes (the control).
+------------------------------------------------------------------------
+SELECT (dlock.try_acquire_permit('kp:reap-min', 1, '10 s', '00000000-0000-0000-0000-00000000e00c', min_hold => '10 s')).fencing_token IS NOT NULL AS granted;
+SELECT (dlock.try_acquire_permit('kp:reap-delay', 1, '10 s', lock_delay => '10 s')).fencing_token IS NOT NULL AS granted;
+SELECT (dlock.try_acquire_permit('kp:reap-plain', 1, '10 s', '00000000-0000-0000-0000-00000000e00d')).fencing_token IS NOT NULL AS granted;
+SELECT dlock.release('kp:reap-min', '00000000-0000-0000-0000-00000000e00c') AS released,
+	   dlock.release('kp:reap-plain', '00000000-0000-0000-0000-00000000e00d') AS released;
+-- all three look idle for two days; the delayed one was lost then, with a delay of three
+UPDATE dlock.lock_holder
+   SET updated_at = updated_at - interval '2 days', lease_until = lease_until - interval '2 days',
+	   lock_delay = CASE WHEN lock_name = 'kp:reap-delay' THEN interval '3 days' ELSE lock_delay END
+ WHERE lock_name IN ('kp:reap-min', 'kp:reap-delay', 'kp:reap-plain');
+SELECT dlock.reap('1 day') >= 1 AS reaped;
+SELECT lock_name FROM dlock.lock_holder WHERE lock_name LIKE 'kp:reap-%' ORDER BY lock_name;
 
 ------------------------------------------------------------------------
 -- A multi-lock's options apply to every name of the set; a refused option
