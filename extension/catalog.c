@@ -211,6 +211,9 @@ dlock_catalog(void)
 	catalog.counter_table = member_table(extoid, schema, "holder_counter");
 	/* from 1.4 on; before it, grant_timeline holds the timeline ID alone */
 	catalog.epoch_table = member_table(extoid, schema, "token_epoch");
+	/* the expiry worker's records of what it reported (1.1 on, slots 1.4 on) */
+	catalog.expiry_reported_table = member_table(extoid, schema, "expiry_reported");
+	catalog.holder_expiry_reported_table = member_table(extoid, schema, "holder_expiry_reported");
 	if (!OidIsValid(catalog.lock_table))
 		catalog_missing("table \"distributed_lock\"");
 	if (!OidIsValid(catalog.floor_table))

@@ -55,6 +55,8 @@ typedef struct DlockCatalog
 	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
 	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
 	Oid			epoch_table;	/* dlock.token_epoch; InvalidOid before 1.4 */
+	Oid			expiry_reported_table;	/* InvalidOid before 1.1 */
+	Oid			holder_expiry_reported_table;	/* InvalidOid before 1.4 */
 	DlockLockColumns columns;	/* of lock_table */
 	DlockHolderColumns holder_columns;	/* of holder_table */
 	uint32		generation;		/* counts lookups: row locations cached

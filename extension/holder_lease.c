@@ -365,11 +365,20 @@ probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
  * frees their slots; the clock is read in the WHERE clause, so a slot
  * waited for is judged again as it is when its lock is granted.
  */
+#define CLEARED_RETURNING \
+	" RETURNING h.slot, h.fencing_seq, h.holder, h.acquired_at, h.kind, h.lease_until"
+#define CLEARED_COL_SLOT	1
+#define CLEARED_COL_TOKEN	2
+#define CLEARED_COL_HOLDER	3
+#define CLEARED_COL_ACQUIRED_AT 4
+#define CLEARED_COL_KIND	5
+#define CLEARED_COL_UNTIL	6
 static DlockStatement holders_clear_expired_stmt = {
 	.sql =
 	"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
 	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
-	"   AND h.lease_until <= pg_catalog.clock_timestamp()",
+	"   AND h.lease_until <= pg_catalog.clock_timestamp()"
+	CLEARED_RETURNING,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };
@@ -382,10 +391,37 @@ static DlockStatement holders_clear_expired_unpinned_stmt = {
 	"         WHERE e.lock_name = $1 AND e.owner_token IS NOT NULL"
 	"           AND e.lease_until <= pg_catalog.clock_timestamp()"
 	"           FOR UPDATE SKIP LOCKED) x"
-	" WHERE h.lock_name = $1 AND h.slot = x.slot",
+	" WHERE h.lock_name = $1 AND h.slot = x.slot"
+	CLEARED_RETURNING,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };
+
+/*
+ * The expired leases the last statement freed (nrows rows of
+ * CLEARED_RETURNING), each reported once (report.c). Copied first: the
+ * reports run statements of their own.
+ */
+static void
+settle_cleared(text *lock_name, int nrows)
+{
+	int32	   *slots = palloc(sizeof(int32) * (nrows + 1));
+	DlockEndedLease *leases = palloc(sizeof(DlockEndedLease) * (nrows + 1));
+	TimestampTz *untils = palloc(sizeof(TimestampTz) * (nrows + 1));
+	bool		isnull;
+
+	for (int i = 0; i < nrows; i++)
+	{
+		slots[i] = DatumGetInt32(dlock_sql_value(i, CLEARED_COL_SLOT, &isnull));
+		leases[i] = dlock_result_ended_lease(i, CLEARED_COL_TOKEN, CLEARED_COL_HOLDER,
+											 CLEARED_COL_ACQUIRED_AT, CLEARED_COL_KIND);
+		if (leases[i].holder != NULL)
+			leases[i].holder = DatumGetTextPCopy(PointerGetDatum(leases[i].holder));
+		untils[i] = DatumGetTimestampTz(dlock_sql_value(i, CLEARED_COL_UNTIL, &isnull));
+	}
+	for (int i = 0; i < nrows; i++)
+		(void) dlock_report_expiry_once(lock_name, slots[i], &leases[i], untils[i], false);
+}
 
 /*
  * Called by an exclusive grant (lease.c) before it locks the name's row:
@@ -466,6 +502,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 		dlock_sql_connect();
 		freed = dlock_execute(deadline == 0 ? &holders_clear_expired_stmt :
 							  &holders_clear_expired_unpinned_stmt, values, NULL, 0);
+		settle_cleared(lock_name, freed);
 		dlock_sql_finish();
 		if (freed < probe.nexpired && deadline != 0)
 		{
@@ -561,7 +598,7 @@ static DlockStatement holder_change_1_5_stmt = {
  * its fencing token.
  */
 static bool
-change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 			  TimestampTz *lease_until, int64 *token)
 {
 	bool		writes_only = dlock_lease_writes_only();
@@ -633,6 +670,13 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 		dlock_lease_written(writes_only, !dlock_grants_fenced());
 		dlock_count(STAT_RENEWALS, 1);
 		dlock_policy_count_renewal(pr.lease_until, since, now);
+		if (by_renew)
+		{
+			bool		holder_null;
+			Datum		holder = dlock_sql_value(0, CHANGED_COL_HOLDER, &holder_null);
+
+			dlock_report_renewal(lock_name, *token, holder_null ? NULL : DatumGetTextPP(holder));
+		}
 	}
 	else
 	{
@@ -663,7 +707,7 @@ dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	if (!OidIsValid(dlock_catalog()->holder_table))
 		return false;
 	dlock_sql_connect();
-	changed = change_holder(lock_name, owner, ttl_usecs, &until, &token);
+	changed = change_holder(lock_name, owner, ttl_usecs, true, &until, &token);
 	dlock_sql_finish();
 	if (changed && lease_until != NULL)
 		*lease_until = until;
@@ -711,6 +755,9 @@ typedef struct HolderSlot
 	int64		block_end;
 	int32		grant_timeline;
 	int64		grant_system;
+	bool		lost;			/* it still holds an expired lease, ended by the grant */
+	DlockEndedLease lost_lease;
+	TimestampTz lost_until;
 } HolderSlot;
 
 /*
@@ -719,7 +766,8 @@ typedef struct HolderSlot
  */
 static DlockStatement holder_lock_stmt = {
 	.sql =
-	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system"
+	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
+	"       h.owner_token IS NOT NULL, h.holder, h.acquired_at, h.kind, h.lease_until"
 	"  FROM dlock.lock_holder h"
 	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.ctid = $3"
 	"   FOR UPDATE SKIP LOCKED",
@@ -733,7 +781,8 @@ static DlockStatement holder_insert_stmt = {
 	"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
 	"                                  updated_at, grant_timeline, grant_system)"
 	" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
-	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system",
+	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
+	"           false, h.holder, h.acquired_at, h.kind, h.lease_until",
 	.nargs = 4,
 	.argtypes = {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID},
 };
@@ -743,6 +792,11 @@ static DlockStatement holder_insert_stmt = {
 #define LOCKED_COL_BLOCK_END 2
 #define LOCKED_COL_TIMELINE	3
 #define LOCKED_COL_SYSTEM	4
+#define LOCKED_COL_HELD		5
+#define LOCKED_COL_HOLDER	6
+#define LOCKED_COL_ACQUIRED_AT 7
+#define LOCKED_COL_KIND		8
+#define LOCKED_COL_UNTIL	9
 
 static void
 read_slot(HolderSlot *slot, int32 number)
@@ -754,6 +808,16 @@ read_slot(HolderSlot *slot, int32 number)
 	slot->block_end = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_BLOCK_END, &isnull));
 	slot->grant_timeline = DatumGetInt32(dlock_sql_value(0, LOCKED_COL_TIMELINE, &isnull));
 	slot->grant_system = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SYSTEM, &isnull));
+	slot->lost = DatumGetBool(dlock_sql_value(0, LOCKED_COL_HELD, &isnull));
+	if (slot->lost)
+	{
+		/* copied: the grant runs other statements before it settles it */
+		slot->lost_lease = dlock_result_ended_lease(0, LOCKED_COL_SEQ, LOCKED_COL_HOLDER,
+													LOCKED_COL_ACQUIRED_AT, LOCKED_COL_KIND);
+		if (slot->lost_lease.holder != NULL)
+			slot->lost_lease.holder = DatumGetTextPCopy(PointerGetDatum(slot->lost_lease.holder));
+		slot->lost_until = DatumGetTimestampTz(dlock_sql_value(0, LOCKED_COL_UNTIL, &isnull));
+	}
 }
 
 /*
@@ -1170,6 +1234,10 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	if (dlock_execute(slot_stmt(&holder_grant_stmt, &holder_grant_1_5_stmt), values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot->slot, text_to_cstring(args->lock_name));
+	/* the expired lease this grant ends, reported once */
+	if (slot->lost)
+		(void) dlock_report_expiry_once(args->lock_name, slot->slot, &slot->lost_lease,
+										slot->lost_until, false);
 
 	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
 	attempt->acquired = true;
@@ -1200,7 +1268,7 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 		TimestampTz renewed;
 		int64		same_token;
 
-		if (change_holder(args->lock_name, args->owner, args->ttl_usecs,
+		if (change_holder(args->lock_name, args->owner, args->ttl_usecs, false,
 						  &renewed, &same_token))
 		{
 			attempt->lease = holder_lease_tuple(tupdesc, cxt, args, same_token, renewed);
@@ -1224,15 +1292,6 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 	return true;
 }
 
-/* forget lock $1's expiry of token $2 if reported: true when it was */
-static DlockStatement expiry_forget_one_stmt = {
-	.sql =
-	"DELETE FROM dlock.expiry_reported r"
-	" WHERE r.lock_name = $1 AND r.fencing_token = $2 RETURNING 1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT8OID},
-};
-
 /*
  * A holder grant ends the expired exclusive lease of row (locked, newest
  * version), as an exclusive takeover would: the row keeps no owner that a
@@ -1242,21 +1301,13 @@ static DlockStatement expiry_forget_one_stmt = {
 static void
 end_expired_lease(text *lock_name, DlockRow *row)
 {
-	Datum		values[2];
-	bool		reported;
+	DlockEndedLease lease = dlock_row_ended_lease(row);
 
-	values[0] = PointerGetDatum(lock_name);
-	values[1] = row->values[Anum_fencing_seq - 1];
 	dlock_sql_connect();
-	reported = dlock_execute(&expiry_forget_one_stmt, values, NULL, 0) > 0;
+	(void) dlock_report_expiry_once(lock_name, 0, &lease,
+									DatumGetTimestampTz(row->values[Anum_lease_until - 1]),
+									false);
 	dlock_sql_finish();
-	if (!reported)
-	{
-		DlockEndedLease lease = dlock_row_ended_lease(row);
-
-		dlock_report_expiry(lock_name, &lease,
-							DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
-	}
 	row->nulls[Anum_owner_token - 1] = true;
 }
 

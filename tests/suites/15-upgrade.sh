@@ -242,11 +242,13 @@ psql -X -q -d postgres -c "DROP DATABASE $from_db"
 # library works on the 1.5 schema (no policy columns) before the update.
 from_db=dlock_upgrade_from_1_5
 reader=00000000-0000-0000-0000-0000000000d5
-psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db"
+grantee_1_5=regress_upgrade_permit_taker
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db" \
+	-c "DROP ROLE IF EXISTS $grantee_1_5" -c "CREATE ROLE $grantee_1_5"
 in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.5'"
 in_db $from_db <<SQL >/dev/null
 REVOKE EXECUTE ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) TO $grantee;
+GRANT EXECUTE ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) TO $grantee_1_5;
 SQL
 shared_1_5=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:read-1.5', '1 hour', '$reader')")
 permit_1_5=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$reader')")
@@ -268,14 +270,14 @@ kept_1_5=$(in_db $from_db -c "SELECT (SELECT fencing_token FROM dlock.try_acquir
 				AND hold_limit IS NULL AND min_hold_until IS NULL AND lock_delay IS NULL AND not_before IS NULL)")
 check "the shared lease and the permit granted under 1.5 are still held, with their tokens and no policy ($kept_1_5)" \
 	test "$kept_1_5" = "$shared_1_5 $permit_1_5 2"
-acl_1_5=$(in_db $from_db -c "SELECT NOT has_function_privilege('public', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE') AND has_function_privilege('$grantee', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE')")
+acl_1_5=$(in_db $from_db -c "SELECT NOT has_function_privilege('public', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE') AND has_function_privilege('$grantee_1_5', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE')")
 check "grants on try_acquire_permit made under 1.5 carry over to the 1.6 function" test "$acl_1_5" = t
 policy_1_5=$(in_db $from_db -c "SELECT (dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$owner', min_hold => '1 hour')).fencing_token IS NOT NULL" \
 	-c "SELECT dlock.release('upgrade:sem-1.5', '$owner')" \
 	-c "SELECT dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour') IS NULL" | paste -sd' ')
 check "after the update a permit's min_hold keeps it taken after its release ($policy_1_5)" \
 	test "$policy_1_5" = "t t t"
-psql -X -q -d postgres -c "DROP DATABASE $from_db"
+psql -X -q -d postgres -c "DROP DATABASE $from_db" -c "DROP ROLE $grantee_1_5"
 
 # --- the regress suite on an updated database ----------------------------
 run_regress() {
