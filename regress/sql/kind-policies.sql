@@ -59,72 +59,6 @@ SELECT hold_limit - acquired_at = interval '200000 years' AS stored FROM dlock.l
 SELECT count(*) AS slots_of_refusals FROM dlock.lock_holder WHERE lock_name = 'kp:bad';
 
 ------------------------------------------------------------------------
--- max_hold: a renewal of a shared lease or permit ends at its hold limit
--- at the latest; once there, renewals are refused (NULL).
-------------------------------------------------------------------------
-SELECT (dlock.try_acquire_shared('kp:hold', '2 s', '00000000-0000-0000-0000-00000000e001', max_hold => '3 s')).fencing_token IS NOT NULL AS shared_granted;
-SELECT (dlock.try_acquire_permit('kp:hold-sem', 3, '2 s', '00000000-0000-0000-0000-00000000e002', max_hold => '3 s')).fencing_token IS NOT NULL AS permit_granted;
-SELECT dlock.renew('kp:hold', '00000000-0000-0000-0000-00000000e001', '1 hour') = hold_limit AS shared_capped
-  FROM dlock.lock_holder WHERE lock_name = 'kp:hold';
-SELECT dlock.renew('kp:hold-sem', '00000000-0000-0000-0000-00000000e002', '1 hour') = hold_limit AS permit_capped
-  FROM dlock.lock_holder WHERE lock_name = 'kp:hold-sem';
--- the owner's repeated acquire is a renewal: capped too
-SELECT lease_until = (SELECT hold_limit FROM dlock.lock_holder WHERE lock_name = 'kp:hold') AS repeat_capped
-  FROM dlock.try_acquire_shared('kp:hold', '1 hour', '00000000-0000-0000-0000-00000000e001');
-SELECT pg_sleep(3.1);
-SELECT dlock.renew('kp:hold', '00000000-0000-0000-0000-00000000e001', '1 s') AS shared_after_hold;
-SELECT dlock.renew('kp:hold-sem', '00000000-0000-0000-0000-00000000e002', '1 s') AS permit_after_hold;
-
-------------------------------------------------------------------------
--- min_hold: a release before it ends the lease but keeps its slot from
--- new owners until then: a permit stays taken, and a shared lease keeps
--- writers out (other readers still come in).
-------------------------------------------------------------------------
-SELECT (dlock.try_acquire_shared('kp:min', '10 s', '00000000-0000-0000-0000-00000000e003', min_hold => '2 s')).fencing_token IS NOT NULL AS shared_granted;
-SELECT (dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e004', min_hold => '2 s')).fencing_token IS NOT NULL AS permit_granted;
-SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e003') AS released,
-	   dlock.release('kp:min-sem', '00000000-0000-0000-0000-00000000e004') AS released;
-SELECT bool_or(dlock.holds('kp:min', fencing_seq)) AS still_holds FROM dlock.lock_holder WHERE lock_name = 'kp:min';
-SELECT dlock.try_acquire('kp:min', '10 s') IS NULL AS writer_kept_out;
-SELECT dlock.try_acquire_permit('kp:min-sem', 1, '10 s') IS NULL AS permit_still_taken;
-SELECT dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e004') IS NULL AS same_owner_too;
-SELECT dlock.try_acquire('kp:min-sem', '10 s') IS NULL AS semaphore_writer_kept_out;
-SELECT (dlock.try_acquire_shared('kp:min', '10 s', '00000000-0000-0000-0000-00000000e005')).fencing_token IS NOT NULL AS reader_comes_in;
-SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e005') AS released;
-SELECT pg_sleep(2.1);
-SELECT (dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e006')).fencing_token IS NOT NULL AS permit_after_min_hold;
-SELECT (dlock.try_acquire('kp:min', '10 s', '00000000-0000-0000-0000-00000000e007')).fencing_token IS NOT NULL AS writer_after_min_hold;
-SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e007') AS released;
--- a release after min_hold keeps nothing
-SELECT (dlock.try_acquire_shared('kp:min-late', '10 s', '00000000-0000-0000-0000-00000000e008', min_hold => '100 ms')).fencing_token IS NOT NULL AS shared_granted;
-SELECT pg_sleep(0.2);
-SELECT dlock.release('kp:min-late', '00000000-0000-0000-0000-00000000e008') AS released;
-SELECT (dlock.try_acquire('kp:min-late', '10 s')).fencing_token IS NOT NULL AS writer_at_once;
-
-------------------------------------------------------------------------
--- lock_delay: a shared lease or permit lost (expired, forced away) keeps
--- its slot from new owners, and writers out, for the delay; a release
--- does not delay.
-------------------------------------------------------------------------
-SELECT (dlock.try_acquire_shared('kp:delay', '500 ms', lock_delay => '2 s')).fencing_token IS NOT NULL AS shared_granted;
-SELECT (dlock.try_acquire_permit('kp:delay-sem', 1, '500 ms', lock_delay => '2 s')).fencing_token IS NOT NULL AS permit_granted;
-SELECT (dlock.try_acquire_permit('kp:forced-sem', 1, '1 minute', lock_delay => '2 s')).fencing_token IS NOT NULL AS permit_granted;
-SELECT (dlock.try_acquire_shared('kp:released', '1 minute', '00000000-0000-0000-0000-00000000e009', lock_delay => '1 minute')).fencing_token IS NOT NULL AS shared_granted;
-SELECT dlock.force_release('kp:forced-sem', 'regress: a forced permit starts its delay') AS forced;
-SELECT dlock.release('kp:released', '00000000-0000-0000-0000-00000000e009') AS released;
-SELECT pg_sleep(0.6);
-SELECT dlock.try_acquire('kp:delay', '10 s') IS NULL AS writer_delayed;
-SELECT dlock.try_acquire_permit('kp:delay-sem', 1, '10 s') IS NULL AS permit_delayed;
-SELECT dlock.try_acquire_permit('kp:forced-sem', 1, '10 s') IS NULL AS forced_permit_delayed;
-SELECT (dlock.try_acquire_shared('kp:delay', '10 s', '00000000-0000-0000-0000-00000000e00a')).fencing_token IS NOT NULL AS reader_comes_in;
-SELECT dlock.release('kp:delay', '00000000-0000-0000-0000-00000000e00a') AS released;
-SELECT (dlock.try_acquire('kp:released', '10 s')).fencing_token IS NOT NULL AS release_does_not_delay;
-SELECT pg_sleep(2);
-SELECT (dlock.try_acquire_permit('kp:delay-sem', 1, '10 s')).fencing_token IS NOT NULL AS permit_after_delay;
-SELECT (dlock.try_acquire_permit('kp:forced-sem', 1, '10 s')).fencing_token IS NOT NULL AS forced_permit_after_delay;
-SELECT (dlock.try_acquire('kp:delay', '10 s')).fencing_token IS NOT NULL AS writer_after_delay;
-
-------------------------------------------------------------------------
 -- A reap leaves a slot that its min_hold or lock delay still keeps from
 -- new owners (it would give the permit back early); a released slot
 -- without policy, idle as long, goes (the control).
@@ -159,5 +93,66 @@ SELECT count(*) FROM dlock.try_acquire_all(ARRAY['kp:set-c', 'kp:set-d'], '10 s'
 SELECT count(*) FROM dlock.acquire_all(ARRAY['kp:set-c', 'kp:set-d'], '10 s', '0', max_hold => '1 s');
 SELECT count(*) FROM dlock.try_acquire_all(ARRAY['kp:set-c', 'kp:set-d'], '10 s', session_bound => NULL);
 SELECT count(*) AS rows_of_refusals FROM dlock.distributed_lock WHERE lock_name IN ('kp:set-c', 'kp:set-d');
+------------------------------------------------------------------------
+-- Over time, all at once (one wait of 0.6 s, one of 2.7 s):
+--  max_hold: a renewal of a shared lease or permit ends at its hold limit
+--    at the latest; once there, renewals are refused (NULL);
+--  min_hold: a release before it ends the lease but keeps its slot from
+--    new owners until then: a permit stays taken, and a shared lease keeps
+--    writers out (other readers still come in); a release after it keeps
+--    nothing;
+--  lock_delay: a shared lease or permit lost (expired, forced away) keeps
+--    its slot from new owners, and writers out, for the delay; a release
+--    does not delay.
+------------------------------------------------------------------------
+SELECT (dlock.try_acquire_shared('kp:hold', '2 s', '00000000-0000-0000-0000-00000000e001', max_hold => '3 s')).fencing_token IS NOT NULL AS shared_granted;
+SELECT (dlock.try_acquire_permit('kp:hold-sem', 3, '2 s', '00000000-0000-0000-0000-00000000e002', max_hold => '3 s')).fencing_token IS NOT NULL AS permit_granted;
+SELECT dlock.renew('kp:hold', '00000000-0000-0000-0000-00000000e001', '1 hour') = hold_limit AS shared_capped
+  FROM dlock.lock_holder WHERE lock_name = 'kp:hold';
+SELECT dlock.renew('kp:hold-sem', '00000000-0000-0000-0000-00000000e002', '1 hour') = hold_limit AS permit_capped
+  FROM dlock.lock_holder WHERE lock_name = 'kp:hold-sem';
+-- the owner's repeated acquire is a renewal: capped too
+SELECT lease_until = (SELECT hold_limit FROM dlock.lock_holder WHERE lock_name = 'kp:hold') AS repeat_capped
+  FROM dlock.try_acquire_shared('kp:hold', '1 hour', '00000000-0000-0000-0000-00000000e001');
+
+SELECT (dlock.try_acquire_shared('kp:min', '10 s', '00000000-0000-0000-0000-00000000e003', min_hold => '2 s')).fencing_token IS NOT NULL AS shared_granted;
+SELECT (dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e004', min_hold => '2 s')).fencing_token IS NOT NULL AS permit_granted;
+SELECT (dlock.try_acquire_shared('kp:min-late', '10 s', '00000000-0000-0000-0000-00000000e008', min_hold => '100 ms')).fencing_token IS NOT NULL AS shared_granted;
+SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e003') AS released,
+	   dlock.release('kp:min-sem', '00000000-0000-0000-0000-00000000e004') AS released;
+SELECT bool_or(dlock.holds('kp:min', fencing_seq)) AS still_holds FROM dlock.lock_holder WHERE lock_name = 'kp:min';
+SELECT dlock.try_acquire('kp:min', '10 s') IS NULL AS writer_kept_out;
+SELECT dlock.try_acquire_permit('kp:min-sem', 1, '10 s') IS NULL AS permit_still_taken;
+SELECT dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e004') IS NULL AS same_owner_too;
+SELECT dlock.try_acquire('kp:min-sem', '10 s') IS NULL AS semaphore_writer_kept_out;
+SELECT (dlock.try_acquire_shared('kp:min', '10 s', '00000000-0000-0000-0000-00000000e005')).fencing_token IS NOT NULL AS reader_comes_in;
+SELECT dlock.release('kp:min', '00000000-0000-0000-0000-00000000e005') AS released;
+
+SELECT (dlock.try_acquire_shared('kp:delay', '500 ms', lock_delay => '2 s')).fencing_token IS NOT NULL AS shared_granted;
+SELECT (dlock.try_acquire_permit('kp:delay-sem', 1, '500 ms', lock_delay => '2 s')).fencing_token IS NOT NULL AS permit_granted;
+SELECT (dlock.try_acquire_permit('kp:forced-sem', 1, '1 minute', lock_delay => '2 s')).fencing_token IS NOT NULL AS permit_granted;
+SELECT (dlock.try_acquire_shared('kp:released', '1 minute', '00000000-0000-0000-0000-00000000e009', lock_delay => '1 minute')).fencing_token IS NOT NULL AS shared_granted;
+SELECT dlock.force_release('kp:forced-sem', 'regress: a forced permit starts its delay') AS forced;
+SELECT dlock.release('kp:released', '00000000-0000-0000-0000-00000000e009') AS released;
+SELECT (dlock.try_acquire('kp:released', '10 s')).fencing_token IS NOT NULL AS release_does_not_delay;
+
+SELECT pg_sleep(0.6);
+SELECT dlock.try_acquire('kp:delay', '10 s') IS NULL AS writer_delayed;
+SELECT dlock.try_acquire_permit('kp:delay-sem', 1, '10 s') IS NULL AS permit_delayed;
+SELECT dlock.try_acquire_permit('kp:forced-sem', 1, '10 s') IS NULL AS forced_permit_delayed;
+SELECT (dlock.try_acquire_shared('kp:delay', '10 s', '00000000-0000-0000-0000-00000000e00a')).fencing_token IS NOT NULL AS reader_comes_in;
+SELECT dlock.release('kp:delay', '00000000-0000-0000-0000-00000000e00a') AS released;
+SELECT dlock.release('kp:min-late', '00000000-0000-0000-0000-00000000e008') AS released_after_min_hold;
+SELECT (dlock.try_acquire('kp:min-late', '10 s')).fencing_token IS NOT NULL AS writer_at_once;
+
+SELECT pg_sleep(2.7);
+SELECT (dlock.try_acquire_permit('kp:min-sem', 1, '10 s', '00000000-0000-0000-0000-00000000e006')).fencing_token IS NOT NULL AS permit_after_min_hold;
+SELECT (dlock.try_acquire('kp:min', '10 s', '00000000-0000-0000-0000-00000000e007')).fencing_token IS NOT NULL AS writer_after_min_hold;
+SELECT (dlock.try_acquire_permit('kp:delay-sem', 1, '10 s')).fencing_token IS NOT NULL AS permit_after_delay;
+SELECT (dlock.try_acquire_permit('kp:forced-sem', 1, '10 s')).fencing_token IS NOT NULL AS forced_permit_after_delay;
+SELECT (dlock.try_acquire('kp:delay', '10 s')).fencing_token IS NOT NULL AS writer_after_delay;
+SELECT dlock.renew('kp:hold', '00000000-0000-0000-0000-00000000e001', '1 s') AS shared_after_hold;
+SELECT dlock.renew('kp:hold-sem', '00000000-0000-0000-0000-00000000e002', '1 s') AS permit_after_hold;
+
 -- the force release's audit record goes, so later files see only their own
 DELETE FROM dlock.audit_log WHERE lock_name LIKE 'kp:%';
