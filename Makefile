@@ -1,5 +1,5 @@
 EXTENSION = pg_dlock
-# The version is default_version in pg_dlock.control (1.5 = META.json 1.5.0 = the
+# The version is default_version in pg_dlock.control (1.6 = META.json 1.6.0 = the
 # C++ library and dlock); tests/suites/05-docs.sh checks that they agree.
 
 MODULE_big = pg_dlock

@@ -80,14 +80,24 @@ static DlockStatement force_release_live_stmt = {
 	.argtypes = {TEXTOID},
 };
 
-/* a name's shared leases or permits, all of them */
+/*
+ * a name's shared leases or permits, all of them; from 1.6 on each slot's
+ * lock delay starts, as a forced exclusive lease's does
+ */
+#define HOLDERS_FORCE_RELEASE_SQL(set_not_before) \
+	"UPDATE dlock.lock_holder h SET owner_token = NULL," \
+	"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()" \
+	set_not_before \
+	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL" \
+	"   AND h.lease_until > pg_catalog.clock_timestamp()" \
+	" RETURNING h.fencing_seq, h.holder, h.acquired_at, h.kind"
 static DlockStatement holders_force_release_stmt = {
-	.sql =
-	"UPDATE dlock.lock_holder h SET owner_token = NULL,"
-	"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()"
-	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
-	"   AND h.lease_until > pg_catalog.clock_timestamp()"
-	" RETURNING h.fencing_seq, h.holder, h.acquired_at, h.kind",
+	.sql = HOLDERS_FORCE_RELEASE_SQL(", not_before = " DLOCK_FORCED_NOT_BEFORE_SQL("h")),
+	.nargs = 1,
+	.argtypes = {TEXTOID},
+};
+static DlockStatement holders_force_release_1_5_stmt = {
+	.sql = HOLDERS_FORCE_RELEASE_SQL(""),
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };
@@ -145,9 +155,10 @@ dlock_force_release(PG_FUNCTION_ARGS)
 		dlock_policy_forced(lock_name);
 	}
 	else if (OidIsValid(dlock_catalog()->holder_table) &&
-			 (count = dlock_execute(&holders_force_release_stmt, values, NULL, 0)) > 0)
+			 (count = dlock_execute(dlock_catalog()->holder_columns.policies ?
+									&holders_force_release_stmt :
+									&holders_force_release_1_5_stmt, values, NULL, 0)) > 0)
 	{
-		/* no lease policy applies to shared leases and permits */
 		report_forced(lock_name, reason, count);
 		ended = true;
 	}
@@ -283,17 +294,32 @@ static DlockStatement floor_compact_stmt = {
  * stays, so a slot made again later takes a new block of tokens above
  * every token the deleted slots issued.
  */
+#define REAP_HOLDER_SLOTS_SQL(only_available) \
+	"WITH victims AS (" \
+	"  SELECT h.lock_name, h.slot FROM dlock.lock_holder h" \
+	"   WHERE (h.owner_token IS NULL OR h.lease_until <= pg_catalog.clock_timestamp())" \
+	"     AND COALESCE(h.lease_until, h.updated_at) < pg_catalog.clock_timestamp() - $1" \
+	only_available \
+	"   LIMIT $2 FOR UPDATE SKIP LOCKED" \
+	"), gone AS (" \
+	"  DELETE FROM dlock.lock_holder h USING victims v" \
+	"   WHERE h.lock_name = v.lock_name AND h.slot = v.slot RETURNING 1" \
+	") SELECT pg_catalog.count(*)::int8 FROM gone"
+
+/*
+ * from 1.6 on: only slots a new owner could have now, as for lock rows (a
+ * reaped slot would give its permit back before its min_hold or lock delay
+ * ended)
+ */
 static DlockStatement reap_holder_slots_stmt = {
-	.sql =
-	"WITH victims AS ("
-	"  SELECT h.lock_name, h.slot FROM dlock.lock_holder h"
-	"   WHERE (h.owner_token IS NULL OR h.lease_until <= pg_catalog.clock_timestamp())"
-	"     AND COALESCE(h.lease_until, h.updated_at) < pg_catalog.clock_timestamp() - $1"
-	"   LIMIT $2 FOR UPDATE SKIP LOCKED"
-	"), gone AS ("
-	"  DELETE FROM dlock.lock_holder h USING victims v"
-	"   WHERE h.lock_name = v.lock_name AND h.slot = v.slot RETURNING 1"
-	") SELECT pg_catalog.count(*)::int8 FROM gone",
+	.sql = REAP_HOLDER_SLOTS_SQL(
+		"     AND (dlock.lease_policy_state(h.owner_token IS NOT NULL, h.lease_until, NULL::int8,"
+		"          h.hold_limit, h.min_hold_until, h.lock_delay, h.not_before)).available_at IS NULL"),
+	.nargs = 2,
+	.argtypes = {INTERVALOID, INT4OID},
+};
+static DlockStatement reap_holder_slots_1_5_stmt = {
+	.sql = REAP_HOLDER_SLOTS_SQL(""),
 	.nargs = 2,
 	.argtypes = {INTERVALOID, INT4OID},
 };
@@ -356,7 +382,8 @@ dlock_reap(PG_FUNCTION_ARGS)
 			(void) dlock_execute(&floor_compact_stmt, NULL, NULL, 0);
 	}
 	if (OidIsValid(dlock_catalog()->holder_table) &&
-		dlock_execute(&reap_holder_slots_stmt, values, NULL, 1) == 1)
+		dlock_execute(dlock_catalog()->holder_columns.policies ? &reap_holder_slots_stmt :
+					  &reap_holder_slots_1_5_stmt, values, NULL, 1) == 1)
 		reaped += DatumGetInt64(dlock_sql_value(0, REAP_HOLDER_SLOTS_COL_REAPED, &isnull));
 	dlock_sql_finish();
 

@@ -162,6 +162,23 @@ find_lock_columns(Oid relid, DlockLockColumns *columns)
 }
 
 /*
+ * The one lookup of the holder table's policy columns.
+ */
+static void
+find_holder_columns(Oid relid, DlockHolderColumns *columns)
+{
+	memset(columns, 0, sizeof(*columns));
+	if (!OidIsValid(relid))
+		return;
+	columns->hold_limit = get_attnum(relid, "hold_limit");
+	columns->min_hold_until = get_attnum(relid, "min_hold_until");
+	columns->lock_delay = get_attnum(relid, "lock_delay");
+	columns->not_before = get_attnum(relid, "not_before");
+	columns->policies = columns->hold_limit > 0 && columns->min_hold_until > 0 &&
+		columns->lock_delay > 0 && columns->not_before > 0;
+}
+
+/*
  * The cached OIDs, looked up when the cache is empty.
  */
 const DlockCatalog *
@@ -194,6 +211,9 @@ dlock_catalog(void)
 	catalog.counter_table = member_table(extoid, schema, "holder_counter");
 	/* from 1.4 on; before it, grant_timeline holds the timeline ID alone */
 	catalog.epoch_table = member_table(extoid, schema, "token_epoch");
+	/* the expiry worker's records of what it reported (1.1 on, slots 1.4 on) */
+	catalog.expiry_reported_table = member_table(extoid, schema, "expiry_reported");
+	catalog.holder_expiry_reported_table = member_table(extoid, schema, "holder_expiry_reported");
 	if (!OidIsValid(catalog.lock_table))
 		catalog_missing("table \"distributed_lock\"");
 	if (!OidIsValid(catalog.floor_table))
@@ -219,6 +239,7 @@ dlock_catalog(void)
 	if (!OidIsValid(catalog.lock_index))
 		catalog_missing("primary key of \"distributed_lock\"");
 	find_lock_columns(catalog.lock_table, &catalog.columns);
+	find_holder_columns(catalog.holder_table, &catalog.holder_columns);
 	catalog.generation++;
 
 	catalog_valid = true;

@@ -31,6 +31,19 @@ typedef struct DlockLockColumns
 	bool		policies;		/* all of the lease policies' columns are there */
 } DlockLockColumns;
 
+/*
+ * The lease policies' columns of dlock.lock_holder (1.6 on, the same names
+ * and meaning as the lock table's); InvalidAttrNumber before.
+ */
+typedef struct DlockHolderColumns
+{
+	AttrNumber	hold_limit;
+	AttrNumber	min_hold_until;
+	AttrNumber	lock_delay;
+	AttrNumber	not_before;
+	bool		policies;		/* all of them are there */
+} DlockHolderColumns;
+
 /* catalog.c: the extension's tables, found from the extension and cached */
 typedef struct DlockCatalog
 {
@@ -42,7 +55,10 @@ typedef struct DlockCatalog
 	Oid			holder_table;	/* dlock.lock_holder; InvalidOid before 1.2 */
 	Oid			counter_table;	/* dlock.holder_counter; InvalidOid before 1.2 */
 	Oid			epoch_table;	/* dlock.token_epoch; InvalidOid before 1.4 */
+	Oid			expiry_reported_table;	/* InvalidOid before 1.1 */
+	Oid			holder_expiry_reported_table;	/* InvalidOid before 1.4 */
 	DlockLockColumns columns;	/* of lock_table */
+	DlockHolderColumns holder_columns;	/* of holder_table */
 	uint32		generation;		/* counts lookups: row locations cached
 								 * under an older one are stale */
 } DlockCatalog;

@@ -122,6 +122,47 @@ PG_FUNCTION_INFO_V1(dlock_resize_semaphore);
 #define KIND_SHARED 's'
 #define KIND_PERMIT 'p'
 
+/*
+ * The lease policies' columns of a slot h, in the statements below that
+ * read or write them; a slot of a database not yet updated to 1.6 has none
+ * and is read as a slot without policy. Each such statement comes in both
+ * forms, and slot_stmt picks the one for the installed table.
+ */
+#define SLOT_POLICY_COLS "h.hold_limit, h.min_hold_until, h.lock_delay, h.not_before"
+#define SLOT_NO_POLICY_COLS "NULL::timestamptz, NULL::timestamptz, NULL::interval, NULL::timestamptz"
+
+static DlockStatement *
+slot_stmt(DlockStatement *with_policies, DlockStatement *without)
+{
+	return dlock_catalog()->holder_columns.policies ? with_policies : without;
+}
+
+/*
+ * A slot as the one policy decision (lease_policy.c) reads it, from row
+ * "row" of the last statement: owner token and lease_until in columns
+ * owner_col and until_col, SLOT_POLICY_COLS from first_col on.
+ */
+static void
+slot_policy_row(uint64 row, int owner_col, int until_col, int first_col, DlockPolicyRow *pr)
+{
+	bool		isnull;
+	Datum		value;
+
+	memset(pr, 0, sizeof(*pr));
+	(void) dlock_sql_value(row, owner_col, &isnull);
+	pr->has_owner = !isnull;
+	value = dlock_sql_value(row, until_col, &isnull);
+	pr->lease_until = isnull ? 0 : DatumGetTimestampTz(value);
+	value = dlock_sql_value(row, first_col, &isnull);
+	pr->hold_limit = isnull ? 0 : DatumGetTimestampTz(value);
+	value = dlock_sql_value(row, first_col + 1, &isnull);
+	pr->min_hold_until = isnull ? 0 : DatumGetTimestampTz(value);
+	value = dlock_sql_value(row, first_col + 2, &isnull);
+	pr->lock_delay_usecs = isnull ? 0 : dlock_interval_usecs(DatumGetIntervalP(value));
+	value = dlock_sql_value(row, first_col + 3, &isnull);
+	pr->not_before = isnull ? 0 : DatumGetTimestampTz(value);
+}
+
 /* Arguments of one holder acquire call, checked */
 typedef struct HolderArgs
 {
@@ -131,6 +172,7 @@ typedef struct HolderArgs
 	int64		ttl_usecs;
 	pg_uuid_t  *owner;
 	text	   *holder;			/* NULL when not given */
+	DlockLeasePolicy policy;	/* max_hold, min_hold, lock_delay of this lease */
 } HolderArgs;
 
 /* The kind lock taken by the current exclusive attempt, if newly taken */
@@ -239,8 +281,8 @@ scan_name_rows(Oid relid, text *lock_name, void (*fn) (HeapTuple tuple, TupleDes
 typedef struct HolderProbe
 {
 	TimestampTz now;
-	TimestampTz first_expiry;	/* earliest lease_until of a live holder */
-	bool		any_live;
+	TimestampTz first_expiry;	/* earliest time a busy slot becomes available */
+	bool		any_live;		/* a slot is live, or kept from new owners */
 	bool		any_expired;	/* an expired holder still owns its slot */
 	int			nexpired;		/* how many */
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
@@ -248,27 +290,57 @@ typedef struct HolderProbe
 	int64		counter_system;
 } HolderProbe;
 
+/* A timestamp column of a slot tuple, 0 when NULL or absent */
+static TimestampTz
+tuple_time(HeapTuple tuple, TupleDesc desc, AttrNumber att)
+{
+	bool		isnull;
+	Datum		value;
+
+	if (att <= 0)
+		return 0;
+	value = heap_getattr(tuple, att, desc, &isnull);
+	return isnull ? 0 : DatumGetTimestampTz(value);
+}
+
+/*
+ * A slot keeps writers out while the one policy decision (lease_policy.c)
+ * keeps it from a new owner: its lease is live, or was released inside its
+ * min_hold, or was lost less than its lock_delay ago. Only then may the
+ * name's exclusive lease begin.
+ */
 static void
 probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 {
 	HolderProbe *probe = arg;
+	const DlockHolderColumns *cols = &dlock_catalog()->holder_columns;
+	DlockPolicyRow pr = {0};
+	DlockPolicyView view;
 	bool		isnull;
-	TimestampTz until;
 
 	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
-	if (isnull)
-		return;
-	until = DatumGetTimestampTz(heap_getattr(tuple, Anum_holder_lease_until, desc, &isnull));
-	if (isnull || until <= probe->now)
+	pr.has_owner = !isnull;
+	pr.lease_until = tuple_time(tuple, desc, Anum_holder_lease_until);
+	if (cols->policies)
+	{
+		Datum		delay = heap_getattr(tuple, cols->lock_delay, desc, &isnull);
+
+		pr.hold_limit = tuple_time(tuple, desc, cols->hold_limit);
+		pr.min_hold_until = tuple_time(tuple, desc, cols->min_hold_until);
+		pr.lock_delay_usecs = isnull ? 0 : dlock_interval_usecs(DatumGetIntervalP(delay));
+		pr.not_before = tuple_time(tuple, desc, cols->not_before);
+	}
+	dlock_policy_decide(&pr, probe->now, &view);
+	if (view.live || view.available_at != 0)
+	{
+		if (!probe->any_live || view.available_at < probe->first_expiry)
+			probe->first_expiry = view.available_at;
+		probe->any_live = true;
+	}
+	else if (pr.has_owner)
 	{
 		probe->any_expired = true;
 		probe->nexpired++;
-	}
-	else
-	{
-		if (!probe->any_live || until < probe->first_expiry)
-			probe->first_expiry = until;
-		probe->any_live = true;
 	}
 }
 
@@ -293,11 +365,20 @@ probe_counter(HeapTuple tuple, TupleDesc desc, void *arg)
  * frees their slots; the clock is read in the WHERE clause, so a slot
  * waited for is judged again as it is when its lock is granted.
  */
+#define CLEARED_RETURNING \
+	" RETURNING h.slot, h.fencing_seq, h.holder, h.acquired_at, h.kind, h.lease_until"
+#define CLEARED_COL_SLOT	1
+#define CLEARED_COL_TOKEN	2
+#define CLEARED_COL_HOLDER	3
+#define CLEARED_COL_ACQUIRED_AT 4
+#define CLEARED_COL_KIND	5
+#define CLEARED_COL_UNTIL	6
 static DlockStatement holders_clear_expired_stmt = {
 	.sql =
 	"UPDATE dlock.lock_holder h SET owner_token = NULL, updated_at = pg_catalog.clock_timestamp()"
 	" WHERE h.lock_name = $1 AND h.owner_token IS NOT NULL"
-	"   AND h.lease_until <= pg_catalog.clock_timestamp()",
+	"   AND h.lease_until <= pg_catalog.clock_timestamp()"
+	CLEARED_RETURNING,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };
@@ -310,10 +391,37 @@ static DlockStatement holders_clear_expired_unpinned_stmt = {
 	"         WHERE e.lock_name = $1 AND e.owner_token IS NOT NULL"
 	"           AND e.lease_until <= pg_catalog.clock_timestamp()"
 	"           FOR UPDATE SKIP LOCKED) x"
-	" WHERE h.lock_name = $1 AND h.slot = x.slot",
+	" WHERE h.lock_name = $1 AND h.slot = x.slot"
+	CLEARED_RETURNING,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
 };
+
+/*
+ * The expired leases the last statement freed (nrows rows of
+ * CLEARED_RETURNING), each reported once (report.c). Copied first: the
+ * reports run statements of their own.
+ */
+static void
+settle_cleared(text *lock_name, int nrows)
+{
+	int32	   *slots = palloc(sizeof(int32) * (nrows + 1));
+	DlockEndedLease *leases = palloc(sizeof(DlockEndedLease) * (nrows + 1));
+	TimestampTz *untils = palloc(sizeof(TimestampTz) * (nrows + 1));
+	bool		isnull;
+
+	for (int i = 0; i < nrows; i++)
+	{
+		slots[i] = DatumGetInt32(dlock_sql_value(i, CLEARED_COL_SLOT, &isnull));
+		leases[i] = dlock_result_ended_lease(i, CLEARED_COL_TOKEN, CLEARED_COL_HOLDER,
+											 CLEARED_COL_ACQUIRED_AT, CLEARED_COL_KIND);
+		if (leases[i].holder != NULL)
+			leases[i].holder = DatumGetTextPCopy(PointerGetDatum(leases[i].holder));
+		untils[i] = DatumGetTimestampTz(dlock_sql_value(i, CLEARED_COL_UNTIL, &isnull));
+	}
+	for (int i = 0; i < nrows; i++)
+		(void) dlock_report_expiry_once(lock_name, slots[i], &leases[i], untils[i], false);
+}
 
 /*
  * Called by an exclusive grant (lease.c) before it locks the name's row:
@@ -394,6 +502,7 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 		dlock_sql_connect();
 		freed = dlock_execute(deadline == 0 ? &holders_clear_expired_stmt :
 							  &holders_clear_expired_unpinned_stmt, values, NULL, 0);
+		settle_cleared(lock_name, freed);
 		dlock_sql_finish();
 		if (freed < probe.nexpired && deadline != 0)
 		{
@@ -418,17 +527,27 @@ dlock_holders_attempt_done(bool acquired)
 }
 
 /* this owner's slot of the name, as committed: the version a renewal or release decides on */
+#define HOLDER_OWN_SQL(policy_cols) \
+	"SELECT h.slot, h.lease_until, h.ctid, h.owner_token, h.updated_at, " policy_cols \
+	"  FROM dlock.lock_holder h" \
+	" WHERE h.lock_name = $1 AND h.owner_token = $2" \
+	" ORDER BY h.lease_until DESC LIMIT 1"
 static DlockStatement holder_own_stmt = {
-	.sql =
-	"SELECT h.slot, h.lease_until, h.ctid FROM dlock.lock_holder h"
-	" WHERE h.lock_name = $1 AND h.owner_token = $2"
-	" ORDER BY h.lease_until DESC LIMIT 1",
+	.sql = HOLDER_OWN_SQL(SLOT_POLICY_COLS),
+	.nargs = 2,
+	.argtypes = {TEXTOID, UUIDOID},
+};
+static DlockStatement holder_own_1_5_stmt = {
+	.sql = HOLDER_OWN_SQL(SLOT_NO_POLICY_COLS),
 	.nargs = 2,
 	.argtypes = {TEXTOID, UUIDOID},
 };
 #define OWN_COL_SLOT		1
 #define OWN_COL_UNTIL		2
 #define OWN_COL_CTID		3
+#define OWN_COL_OWNER		4
+#define OWN_COL_UPDATED_AT	5
+#define OWN_COL_POLICY		6
 
 /*
  * that slot locked, if it is still as decided on and nobody else has it:
@@ -445,16 +564,26 @@ static DlockStatement holder_own_lock_stmt = {
 	.argtypes = {TEXTOID, INT4OID, UUIDOID, TIMESTAMPTZOID},
 };
 
-/* renew ($4 true) or release the holder lease of slot $2, locked and decided on */
+/*
+ * renew ($4 true) or release the holder lease of slot $2, locked and
+ * decided on; $6 is the not_before a release leaves (min_hold)
+ */
+#define HOLDER_CHANGE_SQL(set_not_before) \
+	"UPDATE dlock.lock_holder h" \
+	"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3," \
+	"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END" \
+	set_not_before \
+	" WHERE h.lock_name = $1 AND h.slot = $2" \
+	" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot, h.acquired_at"
 static DlockStatement holder_change_stmt = {
-	.sql =
-	"UPDATE dlock.lock_holder h"
-	"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3,"
-	"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END"
-	" WHERE h.lock_name = $1 AND h.slot = $2"
-	" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot, h.acquired_at",
-	.nargs = 5,
-	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID},
+	.sql = HOLDER_CHANGE_SQL(", not_before = $6"),
+	.nargs = 6,
+	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
+};
+static DlockStatement holder_change_1_5_stmt = {
+	.sql = HOLDER_CHANGE_SQL(""),
+	.nargs = 6,
+	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 };
 #define CHANGED_COL_TOKEN		1
 #define CHANGED_COL_HOLDER		2
@@ -469,15 +598,19 @@ static DlockStatement holder_change_stmt = {
  * its fencing token.
  */
 static bool
-change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
+change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 			  TimestampTz *lease_until, int64 *token)
 {
 	bool		writes_only = dlock_lease_writes_only();
 	TimestampTz now;
-	Datum		values[5];
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	int32		slot;
 	int			rounds = 0;
+	DlockPolicyRow pr;
+	TimestampTz since;
+	TimestampTz not_before;
 
 	/*
 	 * Decide on the owner's slot as committed, at one clock reading, and
@@ -496,13 +629,16 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 		Relation	rel;
 
 		values[1] = UUIDPGetDatum(owner);
-		if (dlock_execute(&holder_own_stmt, values, NULL, 1) == 0)
+		if (dlock_execute(slot_stmt(&holder_own_stmt, &holder_own_1_5_stmt), values, NULL, 1) == 0)
 			return false;
 		slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
 		until = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull));
 		tid = *(ItemPointer) DatumGetPointer(dlock_sql_value(0, OWN_COL_CTID, &isnull));
+		since = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UPDATED_AT, &isnull));
+		slot_policy_row(0, OWN_COL_OWNER, OWN_COL_UNTIL, OWN_COL_POLICY, &pr);
 		now = GetCurrentTimestamp();
-		if (until <= now)
+		/* the rule of every kind: live, and a renewal not past max_hold */
+		if (!dlock_policy_may_change_row(&pr, now, ttl_usecs))
 			return false;
 
 		values[1] = Int32GetDatum(slot);
@@ -518,10 +654,13 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	}
 
 	values[1] = Int32GetDatum(slot);
-	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_time_plus(now, ttl_usecs) : now);
+	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_policy_until_row(&pr, now, ttl_usecs) : now);
 	values[3] = BoolGetDatum(ttl_usecs > 0);
 	values[4] = TimestampTzGetDatum(now);
-	if (dlock_execute(&holder_change_stmt, values, NULL, 0) != 1)
+	not_before = ttl_usecs > 0 ? 0 : dlock_policy_released_not_before(&pr, now);
+	values[5] = TimestampTzGetDatum(not_before);
+	nulls[5] = not_before == 0 ? 'n' : ' ';
+	if (dlock_execute(slot_stmt(&holder_change_stmt, &holder_change_1_5_stmt), values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot, text_to_cstring(lock_name));
 	*token = DatumGetInt64(dlock_sql_value(0, CHANGED_COL_TOKEN, &isnull));
@@ -530,6 +669,14 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	{
 		dlock_lease_written(writes_only, !dlock_grants_fenced());
 		dlock_count(STAT_RENEWALS, 1);
+		dlock_policy_count_renewal(pr.lease_until, since, now);
+		if (by_renew)
+		{
+			bool		holder_null;
+			Datum		holder = dlock_sql_value(0, CHANGED_COL_HOLDER, &holder_null);
+
+			dlock_report_renewal(lock_name, *token, holder_null ? NULL : DatumGetTextPP(holder));
+		}
 	}
 	else
 	{
@@ -560,7 +707,7 @@ dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 	if (!OidIsValid(dlock_catalog()->holder_table))
 		return false;
 	dlock_sql_connect();
-	changed = change_holder(lock_name, owner, ttl_usecs, &until, &token);
+	changed = change_holder(lock_name, owner, ttl_usecs, true, &until, &token);
 	dlock_sql_finish();
 	if (changed && lease_until != NULL)
 		*lease_until = until;
@@ -608,18 +755,24 @@ typedef struct HolderSlot
 	int64		block_end;
 	int32		grant_timeline;
 	int64		grant_system;
+	bool		lost;			/* it still holds an expired lease, ended by the grant */
+	DlockEndedLease lost_lease;
+	TimestampTz lost_until;
 } HolderSlot;
 
-/* a free or expired slot, unless another transaction has it (a grant, a pin) */
+/*
+ * the very version of a slot decided available (ctid $3), unless another
+ * transaction has it (a grant, a pin) or changed it meanwhile
+ */
 static DlockStatement holder_lock_stmt = {
 	.sql =
-	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system"
+	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
+	"       h.owner_token IS NOT NULL, h.holder, h.acquired_at, h.kind, h.lease_until"
 	"  FROM dlock.lock_holder h"
-	" WHERE h.lock_name = $1 AND h.slot = $2"
-	"   AND (h.owner_token IS NULL OR h.lease_until <= $3)"
+	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.ctid = $3"
 	"   FOR UPDATE SKIP LOCKED",
 	.nargs = 3,
-	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID},
+	.argtypes = {TEXTOID, INT4OID, TIDOID},
 };
 
 /* a new slot, unless another transaction made it meanwhile */
@@ -628,7 +781,8 @@ static DlockStatement holder_insert_stmt = {
 	"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
 	"                                  updated_at, grant_timeline, grant_system)"
 	" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
-	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system",
+	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
+	"           false, h.holder, h.acquired_at, h.kind, h.lease_until",
 	.nargs = 4,
 	.argtypes = {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID},
 };
@@ -638,6 +792,11 @@ static DlockStatement holder_insert_stmt = {
 #define LOCKED_COL_BLOCK_END 2
 #define LOCKED_COL_TIMELINE	3
 #define LOCKED_COL_SYSTEM	4
+#define LOCKED_COL_HELD		5
+#define LOCKED_COL_HOLDER	6
+#define LOCKED_COL_ACQUIRED_AT 7
+#define LOCKED_COL_KIND		8
+#define LOCKED_COL_UNTIL	9
 
 static void
 read_slot(HolderSlot *slot, int32 number)
@@ -649,15 +808,26 @@ read_slot(HolderSlot *slot, int32 number)
 	slot->block_end = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_BLOCK_END, &isnull));
 	slot->grant_timeline = DatumGetInt32(dlock_sql_value(0, LOCKED_COL_TIMELINE, &isnull));
 	slot->grant_system = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SYSTEM, &isnull));
+	slot->lost = DatumGetBool(dlock_sql_value(0, LOCKED_COL_HELD, &isnull));
+	if (slot->lost)
+	{
+		/* copied: the grant runs other statements before it settles it */
+		slot->lost_lease = dlock_result_ended_lease(0, LOCKED_COL_SEQ, LOCKED_COL_HOLDER,
+													LOCKED_COL_ACQUIRED_AT, LOCKED_COL_KIND);
+		if (slot->lost_lease.holder != NULL)
+			slot->lost_lease.holder = DatumGetTextPCopy(PointerGetDatum(slot->lost_lease.holder));
+		slot->lost_until = DatumGetTimestampTz(dlock_sql_value(0, LOCKED_COL_UNTIL, &isnull));
+	}
 }
 
 /*
- * Lock slot number of the name for a grant: an existing free or expired
- * slot nobody else has locked, or a new one. False, having locked nothing,
- * when another transaction has it.
+ * Lock slot number of the name for a grant: an existing slot decided
+ * available, in the version decided on (tid), that nobody else has locked,
+ * or a new one (tid NULL). False, having locked nothing, when another
+ * transaction has it or changed it since.
  */
 static bool
-lock_slot(const HolderArgs *args, int32 number, bool exists, TimestampTz now,
+lock_slot(const HolderArgs *args, int32 number, const ItemPointerData *tid, TimestampTz now,
 		  HolderSlot *slot)
 {
 	Datum		values[4];
@@ -665,9 +835,9 @@ lock_slot(const HolderArgs *args, int32 number, bool exists, TimestampTz now,
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = Int32GetDatum(number);
-	if (exists)
+	if (tid != NULL)
 	{
-		values[2] = TimestampTzGetDatum(now);
+		values[2] = PointerGetDatum(unconstify(ItemPointerData *, tid));
 		if (dlock_execute(&holder_lock_stmt, values, NULL, 1) == 0)
 			return false;
 	}
@@ -791,6 +961,8 @@ typedef struct SlotState
 {
 	int32		number;
 	bool		live;
+	bool		available;		/* a new owner may have it (not live, no policy keeps it) */
+	ItemPointerData tid;		/* the version decided on */
 } SlotState;
 
 /* The name as a holder grant decides on it */
@@ -803,8 +975,9 @@ typedef struct HolderState
 	int			nslots;
 	SlotState  *slots;
 	int			nlive;
+	int			ntaken;			/* slots not available: live, or kept by a policy */
 	int32		max_slot;
-	TimestampTz first_expiry;	/* earliest lease_until of a live holder, 0 if none */
+	TimestampTz first_expiry;	/* earliest a taken slot becomes available, 0 if none */
 	bool		own_live;		/* this owner holds a live slot already */
 } HolderState;
 
@@ -837,17 +1010,22 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
  * NULL slot columns when it has none; $2 is the clock reading that decides
  * which slots are live.
  */
+#define NAME_AND_HOLDERS_SQL(policy_cols) \
+	"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system," \
+	"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until, h.ctid, " policy_cols \
+	"  FROM (SELECT 1) v" \
+	"  LEFT JOIN LATERAL (" \
+	"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system" \
+	"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true" \
+	"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1" \
+	" ORDER BY h.slot"
 static DlockStatement name_and_holders_stmt = {
-	.sql =
-	"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system,"
-	"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until,"
-	"       h.owner_token IS NOT NULL AND h.lease_until > $2"
-	"  FROM (SELECT 1) v"
-	"  LEFT JOIN LATERAL ("
-	"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system"
-	"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true"
-	"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1"
-	" ORDER BY h.slot",
+	.sql = NAME_AND_HOLDERS_SQL(SLOT_POLICY_COLS),
+	.nargs = 2,
+	.argtypes = {TEXTOID, TIMESTAMPTZOID},
+};
+static DlockStatement name_and_holders_1_5_stmt = {
+	.sql = NAME_AND_HOLDERS_SQL(SLOT_NO_POLICY_COLS),
 	.nargs = 2,
 	.argtypes = {TEXTOID, TIMESTAMPTZOID},
 };
@@ -860,7 +1038,8 @@ static DlockStatement name_and_holders_stmt = {
 #define SLOT_COL_PERMITS	7
 #define SLOT_COL_OWNER		8
 #define SLOT_COL_UNTIL		9
-#define SLOT_COL_LIVE		10
+#define SLOT_COL_CTID		10
+#define SLOT_COL_POLICY		11
 
 /*
  * Read the name's exclusive token and its holder slots at clock reading
@@ -876,7 +1055,8 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = TimestampTzGetDatum(now);
-	nrows = dlock_execute(&name_and_holders_stmt, values, NULL, 0);
+	nrows = dlock_execute(slot_stmt(&name_and_holders_stmt, &name_and_holders_1_5_stmt),
+						  values, NULL, 0);
 
 	memset(st, 0, sizeof(*st));
 	if (nrows > 0)
@@ -898,23 +1078,31 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 		SlotState  *slot = &st->slots[st->nslots];
 		bool		permits_null;
 		Datum		permits;
-		TimestampTz until;
+		DlockPolicyRow pr;
+		DlockPolicyView view;
 
 		if (isnull)
 			continue;			/* the name has no slot */
 		slot->number = DatumGetInt32(number);
-		slot->live = DatumGetBool(dlock_sql_value(i, SLOT_COL_LIVE, &isnull));
+		slot->tid = *(ItemPointer) DatumGetPointer(dlock_sql_value(i, SLOT_COL_CTID, &isnull));
+		/* the one decision of every kind (lease_policy.c), on the slot */
+		slot_policy_row(i, SLOT_COL_OWNER, SLOT_COL_UNTIL, SLOT_COL_POLICY, &pr);
+		dlock_policy_decide(&pr, now, &view);
+		slot->live = view.live;
+		slot->available = !view.live && view.available_at == 0;
 		st->max_slot = Max(st->max_slot, slot->number);
 		st->nslots++;
+		if (slot->available)
+			continue;
+		st->ntaken++;
+		if (st->first_expiry == 0 || view.available_at < st->first_expiry)
+			st->first_expiry = view.available_at;
 		if (!slot->live)
 			continue;
 		st->nlive++;
 		permits = dlock_sql_value(i, SLOT_COL_PERMITS, &permits_null);
 		check_live_slot(args, DatumGetChar(dlock_sql_value(i, SLOT_COL_KIND, &isnull)), permits_null,
 						permits_null ? 0 : DatumGetInt32(permits));
-		until = DatumGetTimestampTz(dlock_sql_value(i, SLOT_COL_UNTIL, &isnull));
-		if (st->first_expiry == 0 || until < st->first_expiry)
-			st->first_expiry = until;
 		if (memcmp(DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
 			st->own_live = true;
 	}
@@ -933,16 +1121,16 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 	{
 		for (int32 number = 1; number <= args->permits; number++)
 		{
-			bool		exists = false;
+			const ItemPointerData *tid = NULL;
 			bool		is_free = true;
 
 			for (int i = 0; i < st->nslots; i++)
 				if (st->slots[i].number == number)
 				{
-					exists = true;
-					is_free = !st->slots[i].live;
+					tid = &st->slots[i].tid;
+					is_free = st->slots[i].available;
 				}
-			if (is_free && lock_slot(args, number, exists, now, slot))
+			if (is_free && lock_slot(args, number, tid, now, slot))
 				return true;
 		}
 		return false;
@@ -951,26 +1139,39 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 	{
 		const SlotState *s = &st->slots[(MyProcPid % st->nslots + k) % st->nslots];
 
-		if (!s->live && lock_slot(args, s->number, true, now, slot))
+		if (s->available && lock_slot(args, s->number, &s->tid, now, slot))
 			return true;
 	}
 	for (int32 number = st->max_slot + 1; number <= MAX_SHARED_SLOTS; number++)
-		if (lock_slot(args, number, false, now, slot))
+		if (lock_slot(args, number, NULL, now, slot))
 			return true;
 	return false;
 }
 
-/* the grant, on the slot locked for it */
+/*
+ * the grant, on the slot locked for it; from 1.6 on with the lease's
+ * policies ($13 hold_limit, $14 min_hold_until, $15 lock_delay)
+ */
+#define HOLDER_GRANT_SQL(set_policies) \
+	"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5," \
+	"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9," \
+	"       acquired_at = $10, updated_at = $10, renewals = 0," \
+	"       grant_timeline = $11, grant_system = $12" set_policies \
+	" WHERE h.lock_name = $1 AND h.slot = $2"
 static DlockStatement holder_grant_stmt = {
-	.sql =
-	"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5,"
-	"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9,"
-	"       acquired_at = $10, updated_at = $10, renewals = 0,"
-	"       grant_timeline = $11, grant_system = $12"
-	" WHERE h.lock_name = $1 AND h.slot = $2",
-	.nargs = 12,
+	.sql = HOLDER_GRANT_SQL(", hold_limit = $13, min_hold_until = $14, lock_delay = $15,"
+							" not_before = NULL"),
+	.nargs = 15,
 	.argtypes = {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
-	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID},
+	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID},
+};
+static DlockStatement holder_grant_1_5_stmt = {
+	.sql = HOLDER_GRANT_SQL(""),
+	.nargs = 15,
+	.argtypes = {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
+	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID},
 };
 
 /*
@@ -985,10 +1186,13 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	int32		history = commit->history;
 	int64		system = (int64) GetSystemIdentifier();
 	TimestampTz until = dlock_time_plus(now, args->ttl_usecs);
-	Datum		values[12];
-	char		nulls[12];
+	Datum		values[15];
+	char		nulls[15];
 	int64		token;
 	int64		block_end;
+	TimestampTz hold_limit;
+	TimestampTz min_hold_until;
+	Interval	lock_delay = {.time = args->policy.lock_delay_usecs};
 
 	/*
 	 * The slot's block goes on only while it is above every exclusive token
@@ -1020,9 +1224,20 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	values[9] = TimestampTzGetDatum(now);
 	values[10] = Int32GetDatum(history);
 	values[11] = Int64GetDatum(system);
-	if (dlock_execute(&holder_grant_stmt, values, nulls, 0) != 1)
+	dlock_policy_grant_times(&args->policy, now, &hold_limit, &min_hold_until);
+	values[12] = TimestampTzGetDatum(hold_limit);
+	nulls[12] = hold_limit == 0 ? 'n' : ' ';
+	values[13] = TimestampTzGetDatum(min_hold_until);
+	nulls[13] = min_hold_until == 0 ? 'n' : ' ';
+	values[14] = IntervalPGetDatum(&lock_delay);
+	nulls[14] = lock_delay.time == 0 ? 'n' : ' ';
+	if (dlock_execute(slot_stmt(&holder_grant_stmt, &holder_grant_1_5_stmt), values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot->slot, text_to_cstring(args->lock_name));
+	/* the expired lease this grant ends, reported once */
+	if (slot->lost)
+		(void) dlock_report_expiry_once(args->lock_name, slot->slot, &slot->lost_lease,
+										slot->lost_until, false);
 
 	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
 	attempt->acquired = true;
@@ -1053,7 +1268,7 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 		TimestampTz renewed;
 		int64		same_token;
 
-		if (change_holder(args->lock_name, args->owner, args->ttl_usecs,
+		if (change_holder(args->lock_name, args->owner, args->ttl_usecs, false,
 						  &renewed, &same_token))
 		{
 			attempt->lease = holder_lease_tuple(tupdesc, cxt, args, same_token, renewed);
@@ -1065,8 +1280,8 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 		read_holder_state(args, now, &st);
 	}
 
-	/* at most "permits" live permits */
-	if ((args->kind == KIND_PERMIT && st.nlive >= args->permits) ||
+	/* at most "permits" permits taken: live, or kept by their policies */
+	if ((args->kind == KIND_PERMIT && st.ntaken >= args->permits) ||
 		!lock_free_slot(args, &st, now, &slot))
 	{
 		/* full, or the free slots were just taken or are pinned by a stale holder */
@@ -1077,15 +1292,6 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 	return true;
 }
 
-/* forget lock $1's expiry of token $2 if reported: true when it was */
-static DlockStatement expiry_forget_one_stmt = {
-	.sql =
-	"DELETE FROM dlock.expiry_reported r"
-	" WHERE r.lock_name = $1 AND r.fencing_token = $2 RETURNING 1",
-	.nargs = 2,
-	.argtypes = {TEXTOID, INT8OID},
-};
-
 /*
  * A holder grant ends the expired exclusive lease of row (locked, newest
  * version), as an exclusive takeover would: the row keeps no owner that a
@@ -1095,21 +1301,13 @@ static DlockStatement expiry_forget_one_stmt = {
 static void
 end_expired_lease(text *lock_name, DlockRow *row)
 {
-	Datum		values[2];
-	bool		reported;
+	DlockEndedLease lease = dlock_row_ended_lease(row);
 
-	values[0] = PointerGetDatum(lock_name);
-	values[1] = row->values[Anum_fencing_seq - 1];
 	dlock_sql_connect();
-	reported = dlock_execute(&expiry_forget_one_stmt, values, NULL, 0) > 0;
+	(void) dlock_report_expiry_once(lock_name, 0, &lease,
+									DatumGetTimestampTz(row->values[Anum_lease_until - 1]),
+									false);
 	dlock_sql_finish();
-	if (!reported)
-	{
-		DlockEndedLease lease = dlock_row_ended_lease(row);
-
-		dlock_report_expiry(lock_name, &lease,
-							DatumGetTimestampTz(row->values[Anum_lease_until - 1]));
-	}
 	row->nulls[Anum_owner_token - 1] = true;
 }
 
@@ -1359,6 +1557,8 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 	if (args->owner == NULL)
 		args->owner = dlock_new_owner_token();
 	args->holder = dlock_arg_holder(fcinfo, arg);
+	/* the policy options, found by name, and the settings: as for try_acquire */
+	dlock_policy_args(fcinfo, args->ttl_usecs, &args->policy);
 
 	dlock_refuse_in_recovery(args->lock_name, "acquire");
 	dlock_wait_require_waitable(args->lock_name, wait_usecs);

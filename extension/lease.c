@@ -51,6 +51,7 @@
 #include "token.h"
 #include "catalog.h"
 #include "lock_row.h"
+#include "sql_executor.h"
 #include "durability.h"
 #include "token_epoch.h"
 #include "wait.h"
@@ -366,6 +367,8 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	DlockPolicyView view;
 	DlockGrantCommit commit;
 	int			rounds = 0;
+	DlockEndedLease lost = {0};
+	TimestampTz lost_until = 0;
 
 	dlock_grant_prepare(&commit);
 	attempt->acquired = false;
@@ -464,6 +467,14 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 
 		if (new_lease)
 		{
+			if (taken_over)
+			{
+				/* the lost lease, as read: its end is settled below */
+				lost = dlock_row_ended_lease(&row);
+				if (lost.holder != NULL)
+					lost.holder = DatumGetTextPCopy(PointerGetDatum(lost.holder));
+				lost_until = Min(DatumGetTimestampTz(row.values[Anum_lease_until - 1]), now);
+			}
 			set_new_lease(&rows, &row, args, now, taken_over, least_token,
 						  commit.history);
 			dlock_policy_grant(&rows, &row, args->lock_name, &args->policy, now, &view);
@@ -487,6 +498,13 @@ attempt_grant_row(const AcquireArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 								 row.values[Anum_fencing_seq - 1],
 								 row.values[Anum_lease_until - 1]);
 	dlock_grant_written(&commit);
+	if (new_lease && taken_over)
+	{
+		/* timed once: here, unless the expiry worker reported it first */
+		dlock_sql_connect();
+		(void) dlock_report_expiry_once(args->lock_name, 0, &lost, lost_until, true);
+		dlock_sql_finish();
+	}
 	if (new_lease)
 		lease_granted(args, &row, taken_over);
 }
@@ -888,6 +906,9 @@ dlock_renew(PG_FUNCTION_ARGS)
 	}
 	dlock_lease_written(writes_only, !dlock_grants_fenced());
 	dlock_count(STAT_RENEWALS, 1);
+	dlock_report_renewal(lock_name, DatumGetInt64(row.values[Anum_fencing_seq - 1]),
+						 row.nulls[Anum_holder - 1] ? NULL :
+						 DatumGetTextPP(row.values[Anum_holder - 1]));
 	PG_RETURN_DATUM(row.values[Anum_lease_until - 1]);
 }
 

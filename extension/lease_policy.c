@@ -444,6 +444,18 @@ dlock_policy_view(DlockRows *rows, DlockRow *row, TimestampTz now, DlockPolicyVi
 }
 
 /*
+ * The hold limit and the end of the minimum hold of a lease of any kind
+ * granted at now with policy (0: none).
+ */
+void
+dlock_policy_grant_times(const DlockLeasePolicy *policy, TimestampTz now,
+						 TimestampTz *hold_limit, TimestampTz *min_hold_until)
+{
+	*hold_limit = policy->max_hold_usecs > 0 ? dlock_time_plus(now, policy->max_hold_usecs) : 0;
+	*min_hold_until = policy->min_hold_usecs > 0 ? dlock_time_plus(now, policy->min_hold_usecs) : 0;
+}
+
+/*
  * Set the policy columns of a lease granted now on row (a new lease, not
  * an owner's repeated acquire); previous is the view of the lease it
  * replaces (NULL for a new name), for the counters.
@@ -474,10 +486,14 @@ dlock_policy_grant(DlockRows *rows, DlockRow *row, text *lock_name,
 		row->nulls[cols->session_id - 1] = true;
 		row->nulls[cols->session_pid - 1] = true;
 	}
-	set_time(row, cols->hold_limit,
-			 policy->max_hold_usecs > 0 ? dlock_time_plus(now, policy->max_hold_usecs) : 0);
-	set_time(row, cols->min_hold_until,
-			 policy->min_hold_usecs > 0 ? dlock_time_plus(now, policy->min_hold_usecs) : 0);
+	{
+		TimestampTz hold_limit;
+		TimestampTz min_hold_until;
+
+		dlock_policy_grant_times(policy, now, &hold_limit, &min_hold_until);
+		set_time(row, cols->hold_limit, hold_limit);
+		set_time(row, cols->min_hold_until, min_hold_until);
+	}
 	if (policy->lock_delay_usecs > 0)
 	{
 		Interval   *delay = palloc0(sizeof(Interval));
@@ -552,9 +568,22 @@ dlock_policy_check_downgrade(DlockRows *rows, DlockRow *row, text *lock_name)
 bool
 dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
 {
+	DlockPolicyRow pr;
+
+	read_policy_row(rows, row, &pr);
+	return dlock_policy_may_change_row(&pr, now, ttl_usecs);
+}
+
+/*
+ * dlock_policy_may_change on a lease of any kind as pr describes it: a
+ * holder slot's as well as a lock row's.
+ */
+bool
+dlock_policy_may_change_row(const DlockPolicyRow *pr, TimestampTz now, int64 ttl_usecs)
+{
 	DlockPolicyView view;
 
-	dlock_policy_view(rows, row, now, &view);
+	dlock_policy_decide(pr, now, &view);
 	if (!view.live)
 	{
 		if (ttl_usecs > 0 && view.hold_ended)
@@ -577,11 +606,21 @@ dlock_policy_may_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 t
 TimestampTz
 dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
 {
-	const DlockLockColumns *cols = policy_columns(rows);
-	TimestampTz until = dlock_time_plus(now, ttl_usecs);
-	TimestampTz limit = cols->policies ? row_time(row, cols->hold_limit) : 0;
+	DlockPolicyRow pr;
 
-	return limit != 0 && until > limit ? limit : until;
+	read_policy_row(rows, row, &pr);
+	return dlock_policy_until_row(&pr, now, ttl_usecs);
+}
+
+/*
+ * dlock_policy_lease_until on a lease of any kind as pr describes it.
+ */
+TimestampTz
+dlock_policy_until_row(const DlockPolicyRow *pr, TimestampTz now, int64 ttl_usecs)
+{
+	TimestampTz until = dlock_time_plus(now, ttl_usecs);
+
+	return pr->hold_limit != 0 && until > pr->hold_limit ? pr->hold_limit : until;
 }
 
 /*
@@ -594,24 +633,42 @@ void
 dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now, int64 ttl_usecs)
 {
 	const DlockLockColumns *cols = policy_columns(rows);
+	DlockPolicyRow pr;
 
 	if (ttl_usecs > 0)
 	{
-		TimestampTz until = row_time(row, Anum_lease_until);
-		TimestampTz since = row_time(row, Anum_updated_at);
-		double		left = until > since ? (double) (until - now) / (until - since) : 0;
-
-		policy_count(left >= 0.5 ? PSTAT_RENEW_LEFT_50 :
-					 left >= 0.25 ? PSTAT_RENEW_LEFT_25 :
-					 left >= 0.1 ? PSTAT_RENEW_LEFT_10 : PSTAT_RENEW_LEFT_0);
+		dlock_policy_count_renewal(row_time(row, Anum_lease_until),
+								   row_time(row, Anum_updated_at), now);
 		return;
 	}
+	read_policy_row(rows, row, &pr);
 	if (cols->policies)
-	{
-		TimestampTz min_hold_until = row_time(row, cols->min_hold_until);
+		set_time(row, cols->not_before, dlock_policy_released_not_before(&pr, now));
+}
 
-		set_time(row, cols->not_before, min_hold_until > now ? min_hold_until : 0);
-	}
+/*
+ * Count a renewal at now of a lease of any kind that ran until "until" from
+ * "since" (its grant or last renewal) by how much of that ttl was left.
+ */
+void
+dlock_policy_count_renewal(TimestampTz until, TimestampTz since, TimestampTz now)
+{
+	double		left = until > since ? (double) (until - now) / (until - since) : 0;
+
+	policy_count(left >= 0.5 ? PSTAT_RENEW_LEFT_50 :
+				 left >= 0.25 ? PSTAT_RENEW_LEFT_25 :
+				 left >= 0.1 ? PSTAT_RENEW_LEFT_10 : PSTAT_RENEW_LEFT_0);
+}
+
+/*
+ * The not_before a release at now leaves on a lease of any kind as pr
+ * describes it: the end of its minimum hold when that is still ahead, so no
+ * new owner gets what it held before then (0: none).
+ */
+TimestampTz
+dlock_policy_released_not_before(const DlockPolicyRow *pr, TimestampTz now)
+{
+	return pr->min_hold_until > now ? pr->min_hold_until : 0;
 }
 
 /*
@@ -627,7 +684,7 @@ dlock_policy_present(void)
 static DlockStatement lock_delay_forced_stmt = {
 	.sql =
 	"UPDATE dlock.distributed_lock l"
-	"   SET not_before = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) l.lock_delay"
+	"   SET not_before = " DLOCK_FORCED_NOT_BEFORE_SQL("l")
 	" WHERE l.lock_name = $1 AND l.lock_delay IS NOT NULL",
 	.nargs = 1,
 	.argtypes = {TEXTOID},

@@ -68,6 +68,22 @@ extern void dlock_policy_change(DlockRows *rows, DlockRow *row, TimestampTz now,
 extern TimestampTz dlock_policy_lease_until(DlockRows *rows, DlockRow *row, TimestampTz now,
 											int64 ttl_usecs);
 extern void dlock_policy_forced(text *lock_name);
+extern void dlock_policy_grant_times(const DlockLeasePolicy *policy, TimestampTz now,
+									 TimestampTz *hold_limit, TimestampTz *min_hold_until);
+extern bool dlock_policy_may_change_row(const DlockPolicyRow *pr, TimestampTz now,
+										int64 ttl_usecs);
+extern TimestampTz dlock_policy_until_row(const DlockPolicyRow *pr, TimestampTz now,
+										  int64 ttl_usecs);
+extern void dlock_policy_count_renewal(TimestampTz until, TimestampTz since, TimestampTz now);
+extern TimestampTz dlock_policy_released_not_before(const DlockPolicyRow *pr, TimestampTz now);
+
+/*
+ * The not_before a force release leaves on a lease row or holder slot
+ * (alias): its lock delay from the moment it was forced away (NULL: none).
+ */
+#define DLOCK_FORCED_NOT_BEFORE_SQL(alias) \
+	"pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) " alias ".lock_delay"
+
 extern bool dlock_policy_present(void);
 
 #endif							/* DLOCK_LEASE_POLICY_H */

@@ -54,6 +54,7 @@
 #include "token.h"
 #include "schema.h"
 #include "sql_executor.h"
+#include "lease_policy.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
@@ -73,7 +74,8 @@ typedef enum SetFunction
 /*
  * Its arguments (sql/pg_dlock--1.1--1.2.sql, where the set functions came
  * too): the leading ones this file fills in, then try_acquire's and
- * acquire's lease policy arguments, passed as their defaults (no policy).
+ * acquire's lease policy arguments, passed on from the set function's own
+ * (1.6 on), so every name's lease takes them and lease.c decides them.
  */
 static const struct
 {
@@ -221,9 +223,13 @@ set_names(FunctionCallInfo fcinfo, int *nnames)
  * everything back, when a name was busy; a wait that ran out re-raises its
  * lock_not_available after the rollback.
  */
+/* The lease policy options of a set call, in try_acquire's order */
+#define SET_OPTIONS 4
+
 static bool
 grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owner,
-		  Datum holder, bool holder_null, Tuplestorestate *store, TupleDesc tupdesc)
+		  Datum holder, bool holder_null, const Datum *options, const bool *option_nulls,
+		  Tuplestorestate *store, TupleDesc tupdesc)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner_before = CurrentResourceOwner;
@@ -240,8 +246,8 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 	{
 		for (int i = 0; i < nnames && granted; i++)
 		{
-			Datum		args[5];
-			bool		nulls[5] = {false, false, false, false, false};
+			Datum		args[5 + SET_OPTIONS];
+			bool		nulls[5 + SET_OPTIONS] = {0};
 			bool		isnull;
 			int			arg = 0;
 
@@ -259,6 +265,11 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 			args[arg++] = UUIDPGetDatum(owner);
 			args[arg] = holder;
 			nulls[arg++] = holder_null;
+			for (int o = 0; o < SET_OPTIONS; o++)
+			{
+				args[arg] = options[o];
+				nulls[arg++] = option_nulls[o];
+			}
 			/* in cxt, so the lease outlives the subtransaction */
 			leases[i] = set_call(&call, arg, args, nulls, &isnull);
 			if (isnull)
@@ -344,14 +355,25 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 	pg_uuid_t  *owner;
 	text	   *holder;
 	bool		granted;
+	int64		ttl_usecs;
+	DlockLeasePolicy policy;
+	Datum		options[SET_OPTIONS] = {BoolGetDatum(false), 0, 0, 0};
+	bool		option_nulls[SET_OPTIONS] = {false, true, true, true};
 
-	(void) dlock_arg_ttl(fcinfo, 1);
+	ttl_usecs = dlock_arg_ttl(fcinfo, 1);
 	if (wait_arg >= 0)
 		wait_usecs = dlock_arg_wait(fcinfo, wait_arg);
 	owner = dlock_arg_owner_token(fcinfo, owner_arg);
 	if (owner == NULL)
 		owner = dlock_new_owner_token();
 	holder = dlock_arg_holder(fcinfo, owner_arg + 1);
+	/* the options each name's grant takes, checked before anything is read or written */
+	dlock_policy_args(fcinfo, ttl_usecs, &policy);
+	for (int o = 0; o < SET_OPTIONS && owner_arg + 2 + o < PG_NARGS(); o++)
+	{
+		options[o] = PG_GETARG_DATUM(owner_arg + 2 + o);
+		option_nulls[o] = PG_ARGISNULL(owner_arg + 2 + o);
+	}
 	if (nnames > 0)
 		dlock_refuse_in_recovery(names[0], "acquire");
 
@@ -384,7 +406,7 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 	}
 
 	granted = grant_set(names, nnames, PG_GETARG_DATUM(1), wait_usecs, owner,
-						PointerGetDatum(holder), holder == NULL,
+						PointerGetDatum(holder), holder == NULL, options, option_nulls,
 						rsinfo->setResult, rsinfo->setDesc);
 	dlock_sql_finish();
 	dlock_count(granted ? STAT_MULTI_ACQUISITIONS : STAT_MULTI_BUSY, 1);

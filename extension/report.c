@@ -16,11 +16,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type_d.h"
 #include "utils/timestamp.h"
 
 #include "dlock.h"
 #include "stats.h"
 #include "lock_row.h"
+#include "catalog.h"
 #include "sql_executor.h"
 #include "wait.h"
 #include "audit.h"
@@ -135,13 +137,92 @@ dlock_report_end(text *lock_name, const char *event, DlockCounter counter,
 
 /*
  * A lease of lock_name ran out at lease_until without release: time its
- * hold, announce it (once: the expiry worker, or a grant that ends the
- * lease first, calls this) and wake the name's waiters.
+ * hold, announce it, audit it at dlock.audit = all and wake the name's
+ * waiters. Called once per expiry: by the expiry worker, or through
+ * dlock_report_expiry_once by whatever ends the expired lease first.
  */
 void
 dlock_report_expiry(text *lock_name, const DlockEndedLease *lease, TimestampTz lease_until)
 {
 	observe_hold(lease, lease_until);
 	dlock_event("expire", lock_name, lease->token, lease->holder, lease_until);
+	if (dlock_audit_level == DLOCK_AUDIT_ALL)
+		dlock_report_audit("expire", lock_name, lease->token, lease->token_isnull,
+						   lease->holder, NULL);
 	dlock_wake_waiters(lock_name);
+}
+
+/* the expiry worker's record of an exclusive lease's expiry, forgotten */
+static DlockStatement expiry_forget_stmt = {
+	.sql =
+	"DELETE FROM dlock.expiry_reported r"
+	" WHERE r.lock_name = $1 AND r.fencing_token = $2 RETURNING 1",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT8OID},
+};
+
+/* the same for a holder slot's lease (1.4 on) */
+static DlockStatement holder_expiry_forget_stmt = {
+	.sql =
+	"DELETE FROM dlock.holder_expiry_reported r"
+	" WHERE r.lock_name = $1 AND r.slot = $2 AND r.fencing_token = $3 RETURNING 1",
+	.nargs = 3,
+	.argtypes = {TEXTOID, INT4OID, INT8OID},
+};
+
+/*
+ * The one rule that reports each expiry once. The expiry worker reports an
+ * expired lease and records that it did (dlock.expiry_reported, per holder
+ * slot dlock.holder_expiry_reported) in one transaction, holding the
+ * lease's row or slot FOR SHARE and skipping rows another transaction has
+ * locked. Whatever ends an expired lease -- a takeover (slot 0), a grant on
+ * an expired holder slot or an exclusive grant freeing it (its slot
+ * number), a holder grant ending an expired exclusive lease -- holds its
+ * row lock, so the two cannot overlap: it deletes the worker's record, and
+ * reports the expiry only when there was none. taken_over: the caller's
+ * own grant reports the end as a "takeover" (counted and announced
+ * there), so only the hold is timed here. Returns whether the worker had
+ * reported it. The caller is connected (dlock_sql_connect).
+ */
+bool
+dlock_report_expiry_once(text *lock_name, int32 slot, const DlockEndedLease *lease,
+						 TimestampTz lease_until, bool taken_over)
+{
+	Datum		values[3];
+	bool		reported;
+
+	values[0] = PointerGetDatum(lock_name);
+	if (!OidIsValid(slot == 0 ? dlock_catalog()->expiry_reported_table :
+					dlock_catalog()->holder_expiry_reported_table))
+		reported = false;		/* nothing records reports: none were made */
+	else if (slot == 0)
+	{
+		values[1] = Int64GetDatum(lease->token);
+		reported = dlock_execute(&expiry_forget_stmt, values, NULL, 0) > 0;
+	}
+	else
+	{
+		values[1] = Int32GetDatum(slot);
+		values[2] = Int64GetDatum(lease->token);
+		reported = dlock_execute(&holder_expiry_forget_stmt, values, NULL, 0) > 0;
+	}
+	if (reported)
+		return true;
+	if (taken_over)
+		observe_hold(lease, lease_until);
+	else
+		dlock_report_expiry(lock_name, lease, lease_until);
+	return false;
+}
+
+/*
+ * The owner renewed its lease of lock_name (any kind) with token "token":
+ * audited at dlock.audit = all. Not counted here (the callers count
+ * renewals and their lateness) and not announced (no lock event).
+ */
+void
+dlock_report_renewal(text *lock_name, int64 token, text *holder)
+{
+	if (dlock_audit_level == DLOCK_AUDIT_ALL)
+		dlock_report_audit("renew", lock_name, token, false, holder, NULL);
 }

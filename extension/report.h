@@ -38,5 +38,8 @@ extern void dlock_report_end(text *lock_name, const char *event, DlockCounter co
 							 const DlockEndedLease *lease);
 extern void dlock_report_expiry(text *lock_name, const DlockEndedLease *lease,
 								TimestampTz lease_until);
+extern bool dlock_report_expiry_once(text *lock_name, int32 slot, const DlockEndedLease *lease,
+									 TimestampTz lease_until, bool taken_over);
+extern void dlock_report_renewal(text *lock_name, int64 token, text *holder);
 
 #endif							/* DLOCK_REPORT_H */

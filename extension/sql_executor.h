@@ -13,7 +13,7 @@
 
 #include "dlock.h"
 
-#define DLOCK_SQL_MAX_ARGS 12
+#define DLOCK_SQL_MAX_ARGS 16
 
 /*
  * A statement, defined as a static variable in the file that binds its

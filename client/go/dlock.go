@@ -32,7 +32,7 @@ import (
 )
 
 // Version is the project's version, carried by every package of pg_dlock.
-const Version = "1.5.0"
+const Version = "1.6.0"
 
 // Pooling says whether a connection pooler stands between client and server.
 type Pooling int

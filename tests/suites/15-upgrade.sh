@@ -147,7 +147,7 @@ downgraded_1_2=$(in_db $from_db -c "SELECT fencing_token > $held_1_2 FROM dlock.
 check "a lease granted under 1.2 is downgraded after the update, to a higher token" test "$downgraded_1_2" = t
 holds_1_2=$(in_db $from_db -c "SELECT dlock.holds('upgrade:held-1.2', $held_1_2)")
 check "its exclusive token is no longer held" test "$holds_1_2" = f
-acl_1_2=$(in_db $from_db -c "SELECT has_function_privilege('public', 'dlock.try_acquire_shared(text, interval, uuid, text)', 'EXECUTE')")
+acl_1_2=$(in_db $from_db -c "SELECT has_function_privilege('public', 'dlock.try_acquire_shared(text, interval, uuid, text, interval, interval, interval)', 'EXECUTE')")
 check "a grant revoked under 1.2 stays revoked" test "$acl_1_2" = f
 histograms_1_2=$(in_db $from_db -c "SELECT count(*) FROM dlock.hold_histogram()")
 check "the histograms exist after the update (48 rows)" test "$histograms_1_2" = 48
@@ -234,6 +234,50 @@ set -- $restore_1_4
 check "dlock.after_restore ends the lease and moves the name by a whole timeline ($restore_1_4)" \
 	test "${2:-0}" -eq $((again_1_4 + (16384 << 40) + 1))
 psql -X -q -d postgres -c "DROP DATABASE $from_db"
+
+# --- a database at 1.5 (the previous release) ---------------------------
+# 1.6 gives the holder slots their lease policies' columns and replaces the
+# shared, permit and multi-lock acquire functions (new named options): live
+# shared leases and permits stay held, grants carry over, and the new
+# library works on the 1.5 schema (no policy columns) before the update.
+from_db=dlock_upgrade_from_1_5
+reader=00000000-0000-0000-0000-0000000000d5
+grantee_1_5=regress_upgrade_permit_taker
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $from_db" -c "CREATE DATABASE $from_db" \
+	-c "DROP ROLE IF EXISTS $grantee_1_5" -c "CREATE ROLE $grantee_1_5"
+in_db $from_db -c "CREATE EXTENSION pg_dlock VERSION '1.5'"
+in_db $from_db <<SQL >/dev/null
+REVOKE EXECUTE ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) TO $grantee_1_5;
+SQL
+shared_1_5=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:read-1.5', '1 hour', '$reader')")
+permit_1_5=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$reader')")
+# the new library on the 1.5 schema: a release and a new permit, no policy columns written
+cycle_1_5=$(in_db $from_db -c "SELECT fencing_token FROM dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$owner')" \
+	-c "SELECT dlock.release('upgrade:sem-1.5', '$owner')" -c "SELECT dlock.reap('0 seconds') >= 0" | paste -sd' ')
+set -- $cycle_1_5
+check "the new library grants and releases permits on a database still at 1.5 ($cycle_1_5)" \
+	test "${1:-0}" -gt "$permit_1_5" -a "${2:-}" = t
+capped_1_5=$(in_db $from_db -c "SET dlock.max_hold = '10s'" -c "SELECT dlock.try_acquire_shared('upgrade:read-1.5', '1 hour')" 2>&1)
+check "dlock.max_hold refuses a longer ttl of a shared lease there too" \
+	grep -q "max_hold must not be less than the ttl" <<<"$capped_1_5"
+in_db $from_db -c 'ALTER EXTENSION pg_dlock UPDATE'
+version_1_5=$(in_db $from_db -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock'")
+check "ALTER EXTENSION pg_dlock UPDATE moves 1.5 to $current_version" test "$version_1_5" = "$current_version"
+kept_1_5=$(in_db $from_db -c "SELECT (SELECT fencing_token FROM dlock.try_acquire_shared('upgrade:read-1.5', '1 hour', '$reader'))
+	|| ' ' || (SELECT fencing_token FROM dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$reader'))
+	|| ' ' || (SELECT count(*) FROM dlock.lock_holder WHERE owner_token IS NOT NULL
+				AND hold_limit IS NULL AND min_hold_until IS NULL AND lock_delay IS NULL AND not_before IS NULL)")
+check "the shared lease and the permit granted under 1.5 are still held, with their tokens and no policy ($kept_1_5)" \
+	test "$kept_1_5" = "$shared_1_5 $permit_1_5 2"
+acl_1_5=$(in_db $from_db -c "SELECT NOT has_function_privilege('public', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE') AND has_function_privilege('$grantee_1_5', 'dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval)', 'EXECUTE')")
+check "grants on try_acquire_permit made under 1.5 carry over to the 1.6 function" test "$acl_1_5" = t
+policy_1_5=$(in_db $from_db -c "SELECT (dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour', '$owner', min_hold => '1 hour')).fencing_token IS NOT NULL" \
+	-c "SELECT dlock.release('upgrade:sem-1.5', '$owner')" \
+	-c "SELECT dlock.try_acquire_permit('upgrade:sem-1.5', 2, '1 hour') IS NULL" | paste -sd' ')
+check "after the update a permit's min_hold keeps it taken after its release ($policy_1_5)" \
+	test "$policy_1_5" = "t t t"
+psql -X -q -d postgres -c "DROP DATABASE $from_db" -c "DROP ROLE $grantee_1_5"
 
 # --- the regress suite on an updated database ----------------------------
 run_regress() {

@@ -109,18 +109,31 @@ surface() {
 		  FROM pg_attribute a WHERE a.attrelid = 'dlock.lease'::regclass) x"
 }
 # check_same_surface_as_new DB NAME [TEXT]: DB (an updated installation) has
-# the surface of the new installation ($scratch/surface-sql)
+# the surface of the new installation ($scratch/surface-sql-all)
 check_same_surface_as_new() {
 	local db=$1 name=$2 text=${3:-"... to the surface of a new $version installation"}
 	surface "$db" >"$scratch/surface-$name"
-	diff "$scratch/surface-sql" "$scratch/surface-$name" >"$scratch/surface-$name.diff"
+	diff "$scratch/surface-sql-all" "$scratch/surface-$name" >"$scratch/surface-$name.diff"
 	head -n 20 "$scratch/surface-$name.diff"
 	check "$text" test ! -s "$scratch/surface-$name.diff"
 }
 # functions listed in sql_edition/missing-functions.txt are not expected
 missing=$(sed -e 's/#.*//' sql_edition/missing-functions.txt | awk 'NF {print "^function dlock\\." $1 "\\("}' | paste -sd'|' -)
-surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scratch/surface-c"
-surface $ext_db >"$scratch/surface-sql"
+# functions listed in sql_edition/differing-functions.txt (arguments the SQL
+# edition does not follow yet) are compared by name only, and must differ
+differing=$(sed -e 's/#.*//' sql_edition/differing-functions.txt | awk 'NF {print "^function dlock\\." $1 "\\("}' | paste -sd'|' -)
+differing=${differing:-^no function is listed$}
+surface "$PGDATABASE" | grep -v -E "${missing:-^no function is listed$}" >"$scratch/surface-c-all"
+surface $ext_db >"$scratch/surface-sql-all"
+stale=""
+for name in $(sed -e 's/#.*//' sql_edition/differing-functions.txt | awk 'NF {print $1}'); do
+	c_lines=$(grep -E "^function dlock\.$name\(" "$scratch/surface-c-all")
+	sql_lines=$(grep -E "^function dlock\.$name\(" "$scratch/surface-sql-all")
+	if [ -z "$c_lines" ] || [ -z "$sql_lines" ] || [ "$c_lines" = "$sql_lines" ]; then stale="$stale $name"; fi
+done
+check "each function of sql_edition/differing-functions.txt is in both editions and still differs (others:${stale:- none})" test -z "$stale"
+grep -v -E "$differing" "$scratch/surface-c-all" >"$scratch/surface-c"
+grep -v -E "$differing" "$scratch/surface-sql-all" >"$scratch/surface-sql"
 diff "$scratch/surface-c" "$scratch/surface-sql" >"$scratch/surface.diff"
 head -n 20 "$scratch/surface.diff"
 check "same functions (arguments, defaults, return types, PUBLIC execute), views (columns, PUBLIC select, definitions) and lease type as the C extension ($(wc -l <"$scratch/surface-c") items)" \
@@ -130,7 +143,7 @@ views_db=dlock_sqled_views
 owner_database $views_db $owner
 AS=$owner q $views_db "CREATE EXTENSION pg_dlock_sql" \
 	"CREATE OR REPLACE VIEW dlock.lock_owners AS SELECT l.lock_name, l.owner_token, l.fencing_seq AS fencing_token, l.lease_until FROM dlock.distributed_lock l WHERE l.owner_token IS NOT NULL AND l.lease_until IS NOT NULL" >/dev/null
-surface $views_db >"$scratch/surface-views"
+surface $views_db | grep -v -E "$differing" >"$scratch/surface-views"
 views_diff=$(diff "$scratch/surface-c" "$scratch/surface-views" | grep -c '^[<>]')
 views_owners=$(diff "$scratch/surface-c" "$scratch/surface-views" | grep -c '^[<>] view lock_owners ')
 check "negative control: a view with the same columns and another definition fails that comparison ($views_diff lines differ, $views_owners of dlock.lock_owners)" \

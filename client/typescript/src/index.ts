@@ -25,4 +25,4 @@ export {
   UnknownOutcomeError,
 } from "./errors.js";
 
-export const VERSION = "1.5.0";
+export const VERSION = "1.6.0";

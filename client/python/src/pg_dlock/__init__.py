@@ -27,7 +27,7 @@ from ._errors import (
 from ._fencing import assert_holds, fence, holds
 from ._session import Pooling
 
-__version__ = "1.5.0"
+__version__ = "1.6.0"
 
 __all__ = [
     "Locks",

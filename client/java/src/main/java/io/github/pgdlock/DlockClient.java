@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class DlockClient implements AutoCloseable {
     /** The project's version, carried by every package of pg_dlock. */
-    public static final String VERSION = "1.5.0";
+    public static final String VERSION = "1.6.0";
 
     static final String LEASE_COLUMNS = "SELECT l.lock_name, l.owner_token::text, l.fencing_token, "
             + "pg_catalog.date_part('epoch', l.lease_until), "
