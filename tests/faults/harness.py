@@ -1211,6 +1211,22 @@ SELECT coalesce(json_object_agg(kind, n), '{}'::json)
   FROM (SELECT kind, count(*) AS n FROM dlock.lock_holders GROUP BY kind) k
 """
 
+
+def await_live_holders(psql, seconds=3.0):
+    """The leases live by kind, read through psql(sql) until a shared lease and
+    a permit are both live (at most seconds): the fault that follows then hits
+    readers and permits, not only the moments between them."""
+    deadline = time.monotonic() + seconds
+    live = {}
+    while True:
+        try:
+            live = json.loads(psql(LIVE_BY_KIND) or "{}")
+        except Exception:  # noqa: BLE001 -- a server that does not answer: record nothing
+            live = {}
+        if (live.get("shared") and live.get("permit")) or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
+
 # who runs in the kinds scenario: role, name, how many
 KINDS_WORKERS = [("permit", "S1", 3), ("reader", "RW1", 3), ("writer", "RW1", 1)]
 
@@ -1248,7 +1264,7 @@ def s_kinds_failover(run):
     run.t_end = run.t_start + run.duration_ms / 1000.0
 
     def live(server):
-        return json.loads(server.psql_try(LIVE_BY_KIND, timeout=5) or "{}")
+        return await_live_holders(lambda sql: server.psql_try(sql, timeout=5))
 
     gap = max(1.5, 2 * run.ttl_ms / 1000.0)
     run.sleep(1.5)

@@ -4,8 +4,11 @@
 Input: a run directory of harness.py's s_kinds_failover
   kinds_writes.json  the committed fenced writes, as the last primary has them:
                      name, role, worker, token, started, ended (server clock, us)
-  history/*.jsonl    the workers' outcomes (kinds_worker.py)
-  events.jsonl       the harness's faults, with the leases live at each
+  history/*.jsonl    the workers' outcomes (kinds_worker.py; tests/ha keeps them
+                     in history-kinds/)
+  events.jsonl       the harness's faults, with the leases live at each, and
+                     the promotions (fault_end of a failover, or tests/ha's
+                     new_primary)
   scenario.json      permits, checks
 
 Invariants:
@@ -64,7 +67,7 @@ def overlapping(a, b):
     return a["started"] < b["ended"] and b["started"] < a["ended"]
 
 
-def check_kinds(run_dir):
+def check_kinds(run_dir, history="history"):
     with open(os.path.join(run_dir, "scenario.json"), encoding="utf-8") as f:
         scenario = json.load(f)
     permits = scenario["permits"]
@@ -74,7 +77,7 @@ def check_kinds(run_dir):
         with open(path, encoding="utf-8") as f:
             writes = json.load(f) or []
     ops = []
-    for h in sorted(glob.glob(os.path.join(run_dir, "history", "*.jsonl"))):
+    for h in sorted(glob.glob(os.path.join(run_dir, history, "*.jsonl"))):
         ops += load_jsonl(h)
     events_path = os.path.join(run_dir, "events.jsonl")
     events = load_jsonl(events_path) if os.path.exists(events_path) else []
@@ -114,7 +117,7 @@ def check_kinds(run_dir):
                 f"{other['role']} {other['worker']}/{other['token']}")
 
     faults = [e for e in events if e.get("ev") == "fault_start"]
-    kinds_of_fault = {e.get("how") or e["fault"] for e in faults}
+    kinds_of_fault = {e.get("how") or e.get("fault") for e in faults}
     for how in scenario.get("checks", {}).get("faults", []):
         if how not in kinds_of_fault:
             violations["extra"].append(f"no {how} was injected")
@@ -126,7 +129,8 @@ def check_kinds(run_dir):
     for kind, n in live.items():
         if n == 0:
             violations["extra"].append(f"no {kind} lease was live at any fault")
-    promoted = [e["t"] for e in events if e.get("ev") == "fault_end" and e["fault"] == "failover"]
+    promoted = [e["t"] for e in events if (e.get("ev") == "fault_end" and e.get("fault") == "failover")
+                or e.get("ev") == "new_primary"]
     by_role = {}
     for o in granted:
         slot = by_role.setdefault(o["role"], [0, 0])

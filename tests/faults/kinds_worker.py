@@ -9,7 +9,7 @@ transaction that checks its token with dlock.assert_holds, records its start on
 the server clock, works for a while and records its end -- and releases the
 lease. It follows the primary through a multi-host connection string
 (target_session_attrs=read-write), so it goes on across crash restarts and a
-promotion. Every outcome is appended to the history file as one JSON line
+promotion (the fault harness's scenario 18 and tests/ha). Every outcome is appended to the history file as one JSON line
 (monotonic clock, as the harness's events), so a worker cut off mid-call leaves
 what it did so far.
 
@@ -18,6 +18,7 @@ Runs with Debian's python3 and python3-psycopg2 (scripts/install-deps.sh).
 
 import argparse
 import json
+import os
 import random
 import time
 import uuid
@@ -45,6 +46,7 @@ def main():
     ap.add_argument("--ttl-ms", type=int, default=1000)
     ap.add_argument("--duration-ms", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stop-file", help="stop once this file exists (tests/ha)")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
@@ -59,7 +61,7 @@ def main():
         history.write(json.dumps(rec) + "\n")
         history.flush()
 
-    while time.monotonic() < end:
+    while time.monotonic() < end and not (args.stop_file and os.path.exists(args.stop_file)):
         try:
             if conn is None or conn.closed:
                 conn = psycopg2.connect(args.conninfo, application_name=args.id)
