@@ -1237,7 +1237,10 @@ def s_kinds_failover(run):
     a SIGKILL of the postmaster and the promotion of an asynchronous standby
     (replication 600 ms behind, so the promotion loses the last grants): no
     token twice per name, no reader beside a writer, no permit over the size
-    (kinds_check.py). The workers follow the primary by a multi-host string."""
+    (kinds_check.py). The workers follow the primary by a multi-host string.
+    The faults come one after the other, each when the server is back, and the
+    workers stop a few seconds after the promotion (however long the restarts
+    took), so that every kind has time to go on there."""
     permits = run.sc["permits"]
     run.start_primary({"dlock.test_ignore_timeline": "on"} if run.sc.get("ignore_timeline") else None)
     run.primary.psql(KINDS_SCHEMA)
@@ -1246,7 +1249,8 @@ def s_kinds_failover(run):
     standby = run.start_standby(False, via_port=run.port_repl_proxy)
     set_delay(control, 600)
     conninfo = run.conninfo([run.port_primary, run.port_standby])
-    run.duration_ms = max(run.h.profile["duration"], run.sc.get("min_duration", 0)) * 1000
+    stop_file = os.path.join(run.dir, "stop-workers")
+    run.duration_ms = 120 * 1000  # a bound only: the stop file ends them
     seq = 0
     for role, name, count in KINDS_WORKERS:
         for i in range(1, count + 1):
@@ -1256,7 +1260,8 @@ def s_kinds_failover(run):
                     "--role", role, "--name", name, "--conninfo", conninfo,
                     "--history", os.path.join(run.dir, "history", f"{wid}.jsonl"),
                     "--permits", str(permits), "--ttl-ms", str(run.ttl_ms),
-                    "--duration-ms", str(run.duration_ms), "--seed", str(run.h.seed * 100 + seq)]
+                    "--duration-ms", str(run.duration_ms), "--seed", str(run.h.seed * 100 + seq),
+                    "--stop-file", stop_file]
             run.workers[wid] = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL,
                 stderr=open(os.path.join(run.dir, f"worker-{wid}.log"), "w"))
@@ -1267,7 +1272,7 @@ def s_kinds_failover(run):
         return await_live_holders(lambda sql: server.psql_try(sql, timeout=5))
 
     gap = max(1.5, 2 * run.ttl_ms / 1000.0)
-    run.sleep(1.5)
+    time.sleep(1.5)
     for how in ("immediate stop", "SIGKILL of the postmaster"):
         run.fault_start("crash", None, how=how, live=live(run.primary))
         if how == "immediate stop":
@@ -1277,7 +1282,7 @@ def s_kinds_failover(run):
         time.sleep(0.3)
         run.primary.start()
         run.fault_end("crash", None, how=how)
-        run.sleep(gap)
+        time.sleep(gap)
     run.fault_start("failover", None, how="promotion", live=live(run.primary))
     run.primary.crash()
     proxy.kill()  # what the primary committed in the last 600 ms is lost
@@ -1286,6 +1291,9 @@ def s_kinds_failover(run):
     standby.promote()
     run.current = standby
     run.fault_end("failover", None, how="promotion")
+    time.sleep(max(4.0, 3 * run.ttl_ms / 1000.0))
+    open(stop_file, "w").close()
+    run.t_end = time.monotonic()  # workers end within one round (a wait of at most 2 ttl)
     run.wait_workers()
     with open(os.path.join(run.dir, "kinds_writes.json"), "w") as f:
         f.write(run.current.psql_try(KINDS_WRITES, timeout=30) or "[]")
@@ -1344,7 +1352,7 @@ SCENARIOS = [
     # Lock kinds through crashes and a promotion: readers, a writer, permits
     {"name": "18-kinds-failover",
      "title": "readers, a writer and permits live through crashes and an async promotion",
-     "run": s_kinds_failover, "permits": 2, "checker": "kinds", "min_duration": 12,
+     "run": s_kinds_failover, "permits": 2, "checker": "kinds",
      "checks": {"faults": ["immediate stop", "SIGKILL of the postmaster", "promotion"]},
      "not_in_sql_edition": "without writer preference (docs/sql-edition.md) three readers starve "
                            "the writer, whose progress the scenario requires"},
@@ -1385,7 +1393,7 @@ SCENARIOS = [
      "standard_expect_violations": True, "not_in_sql_edition": NOT_FENCED},
     {"name": "N9-kinds-no-timeline",
      "title": "negative control: lock kinds through an async promotion, timeline bits off",
-     "run": s_kinds_failover, "permits": 2, "checker": "kinds", "min_duration": 12,
+     "run": s_kinds_failover, "permits": 2, "checker": "kinds",
      "ignore_timeline": True, "negative_control": True, "expect_violations": ["T"],
      "checks": {"faults": ["immediate stop", "SIGKILL of the postmaster", "promotion"]},
      "not_in_sql_edition": "the switch that turns the timeline bits off (dlock.test_ignore_timeline) "
