@@ -311,7 +311,7 @@ wake_heads(uint64 hash)
  * released its locks.
  */
 static void
-wake_heads_unlocked(uint64 hash)
+wake_heads_after_locks(uint64 hash)
 {
 	for (int i = 0; i < ndue; i++)
 		if (due[i] == hash)
@@ -1160,7 +1160,7 @@ dlock_wait_xact_end(XactEvent event)
 				record_abandoned(p);
 			/* an aborted release wakes a head it may have made an offer to */
 			if (commit ? p->at_commit : (p->at_abort || p->handoff_name != NULL))
-				wake_heads_unlocked(p->hash);
+				wake_heads_after_locks(p->hash);
 		}
 
 	/*
@@ -1195,7 +1195,7 @@ dlock_wait_subxact_end(SubXactEvent event)
 				if (TransactionIdIsValid(p.handed_xid))
 					record_abandoned(&p);
 				if (p.at_abort)
-					wake_heads_unlocked(p.hash);
+					wake_heads_after_locks(p.hash);
 				if (p.handoff_name != NULL)
 					pfree(p.handoff_name);
 				continue;
