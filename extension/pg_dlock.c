@@ -70,7 +70,8 @@ void		_PG_init(void);
  * transaction, in the order written here (extension/README, "Commit
  * time"), not in the order of registration.
  *  1. the wait queue settles the wake-ups of the transaction's releases and
- *     grants (at commit or abort; nothing before);
+ *     grants (at commit or abort; nothing before), and sends them once the
+ *     transaction's locks are released (dlock_wait_resource_release);
  *  2. at pre-commit, releases hand their leases to the next waiters: each
  *     handoff is a grant, with its lease event, and needs a durable commit;
  *  3. durability chooses the commit's synchronous_commit, so it must follow
@@ -270,6 +271,7 @@ if (process_shared_preload_libraries_in_progress)
 
 	RegisterXactCallback(dlock_xact_end, NULL);
 	RegisterSubXactCallback(dlock_subxact_end, NULL);
+	RegisterResourceReleaseCallback(dlock_wait_resource_release, NULL);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

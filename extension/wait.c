@@ -28,7 +28,12 @@
  *	  wakes the waiter behind it at once, in case it was woken for nothing.
  * A wake-up sets the waiter's latch and bumps a counter in its entry; the
  * counter, not the latch, says the wake-up happened, because the attempt
- * itself may wait on (and reset) the latch.
+ * itself may wait on (and reset) the latch. Wake-ups of a transaction's end
+ * are sent once it has released its locks (dlock_wait_resource_release),
+ * not at its commit callback, which runs before: the woken head's attempt
+ * may need one of them -- the kind lock a permit or shared grant keeps to
+ * its transaction's end, above all -- and a head that found it still taken
+ * would back off and sleep instead of taking its turn.
  *
  * A head sleeps no longer than until the current lease expires, so an
  * expired lease is taken over promptly when its holder never releases it.
@@ -203,6 +208,14 @@ static PendingWakeup *pending = NULL;
 static int	npending = 0;
 static int	pending_capacity = 0;
 
+/*
+ * Hashes whose heads the ending (sub)transaction wakes once its locks are
+ * released.
+ */
+static uint64 *due = NULL;
+static int	ndue = 0;
+static int	due_capacity = 0;
+
 /* Hash of a lock name; also picks its queue */
 static uint64
 name_hash(const char *name, int len)
@@ -291,6 +304,43 @@ wake_heads(uint64 hash)
 
 	for (int i = 0; i < nwoken; i++)
 		wake_latch(woken[i]);
+}
+
+/*
+ * Wake the heads of hash once the ending transaction or subtransaction has
+ * released its locks.
+ */
+static void
+wake_heads_after_locks(uint64 hash)
+{
+	for (int i = 0; i < ndue; i++)
+		if (due[i] == hash)
+			return;
+	if (ndue == due_capacity)
+	{
+		due_capacity = Max(8, due_capacity * 2);
+		due = due == NULL ?
+			MemoryContextAlloc(TopMemoryContext, due_capacity * sizeof(uint64)) :
+			repalloc(due, due_capacity * sizeof(uint64));
+	}
+	due[ndue++] = hash;
+}
+
+/*
+ * Resource-release callback: once a transaction or subtransaction has
+ * released its locks, send the wake-ups its end made due.
+ */
+void
+dlock_wait_resource_release(ResourceReleasePhase phase, bool isCommit,
+							bool isTopLevel, void *arg)
+{
+	int			n = ndue;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || n == 0)
+		return;
+	ndue = 0;
+	for (int i = 0; i < n; i++)
+		wake_heads(due[i]);
 }
 
 /*
@@ -1110,7 +1160,7 @@ dlock_wait_xact_end(XactEvent event)
 				record_abandoned(p);
 			/* an aborted release wakes a head it may have made an offer to */
 			if (commit ? p->at_commit : (p->at_abort || p->handoff_name != NULL))
-				wake_heads(p->hash);
+				wake_heads_after_locks(p->hash);
 		}
 
 	/*
@@ -1145,7 +1195,7 @@ dlock_wait_subxact_end(SubXactEvent event)
 				if (TransactionIdIsValid(p.handed_xid))
 					record_abandoned(&p);
 				if (p.at_abort)
-					wake_heads(p.hash);
+					wake_heads_after_locks(p.hash);
 				if (p.handoff_name != NULL)
 					pfree(p.handoff_name);
 				continue;

@@ -11,6 +11,8 @@
 #ifndef DLOCK_WAIT_H
 #define DLOCK_WAIT_H
 
+#include "utils/resowner.h"
+
 #include "dlock.h"
 #include "stats.h"
 
@@ -65,5 +67,7 @@ extern Size dlock_wait_shmem_size(void);
 extern void dlock_wait_shmem_init(void);
 extern void dlock_wait_xact_end(XactEvent event);
 extern void dlock_wait_subxact_end(SubXactEvent event);
+extern void dlock_wait_resource_release(ResourceReleasePhase phase, bool isCommit,
+										bool isTopLevel, void *arg);
 
 #endif							/* DLOCK_WAIT_H */

@@ -369,6 +369,9 @@ end:	do
 #ifdef REAP_SLOTS
 	:: stmt_reap_slots(0)
 #endif
+#ifdef REAP_COUNTERS
+	:: stmt_reap_counter(0)
+#endif
 #ifdef HOLDERS
 	/* a writer's exclusive acquire frees expired slots */
 	:: stmt_clear_expired(0)

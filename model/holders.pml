@@ -46,10 +46,8 @@
  * live slots), force release of shared leases, writer preference and
  * waiting (a refused attempt changes nothing but the expired exclusive
  * lease it ends), lock delays and min_hold (here a name refuses readers
- * only while its exclusive lease is live), reap of holder slots and of the
- * holders' counter (the model reaps the name's row only, which raises the
- * floor), reap's idle time (any free or expired row may go), expiry
- * reports, timelines and clusters of the slots' blocks (the configuration
+ * only while its exclusive lease is live), reap's idle time (any free or
+ * expired row may go), expiry reports, timelines and clusters of the slots' blocks (the configuration
  * has no history: no crash, failover, restore or new cluster), and shared
  * leases on more than one name (the floor is shared by every name, so
  * another name's reap would raise it too).
@@ -424,6 +422,47 @@ inline stmt_reap_slots(n)
 			fi
 		}
 		printf("operator: reap deletes the idle slots of %d (the counter stays)\n", n)
+	}
+}
+#endif
+
+/*
+ * REAP_COUNTERS (with REAP_SLOTS): dlock.reap also deletes the holders'
+ * counter of a name with no slot row left and no row of its own (reaped,
+ * so the floor is already above its exclusive token), raising the reap
+ * floor to the counter's token first, as reap_rows does for a row: the
+ * name's next block, reserved above the floor, stays above every token its
+ * reaped slots issued. The rule for an implementation (the extension keeps
+ * the counter), with the two ways to break it:
+ *   BUG_REAP_COUNTER_NO_FLOOR  the counter deleted, the floor left as it
+ *                  was: the next reader takes a reaped slot's token (P9)
+ *   BUG_REAP_COUNTER_WITH_ROW  the counter deleted while the name's row is
+ *                  there: the row's next exclusive grant continues from the
+ *                  row's token and reads no floor (P9)
+ */
+#ifdef REAP_COUNTERS
+#define SLOT_HAS_ROW(c, n, s) (slot[SL(n, s)].tok != 0)
+#ifdef BUG_REAP_COUNTER_WITH_ROW
+#define COUNTER_ROW_GONE(n) true
+#else
+#define COUNTER_ROW_GONE(n) (!pri.row[n].exists)
+#endif
+inline stmt_reap_counter(n)
+{
+	atomic {
+		hcounter[n] != 0 && !ANY_SLOT(0, n, SLOT_HAS_ROW) && COUNTER_ROW_GONE(n) ->
+#ifndef BUG_REAP_COUNTER_NO_FLOOR
+		if
+		:: hcounter[n] > TOK(pri.floor.gen, pri.floor.cnt) ->
+			pri.floor.gen = hcounter[n] / CMAX;
+			pri.floor.cnt = hcounter[n] % CMAX;
+			pri.floor.gtl = HISTORY_NOW;
+			pri.floor.gsys = pri.sys
+		:: else -> skip
+		fi;
+#endif
+		printf("operator: reap deletes the holders' counter of %d (token %d)\n", n, hcounter[n]);
+		hcounter[n] = 0
 	}
 }
 #endif

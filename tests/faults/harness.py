@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import checker  # noqa: E402
 from cluster import FAKETIME_LIB, PG_BINDIR, LocalServer, as_postgres  # noqa: E402
 from ports import free_ports  # noqa: E402
+import kinds_check  # noqa: E402
 import semaphore_check  # noqa: E402
 from net_scenarios import NET_SCENARIOS  # noqa: E402
 import standard_history  # noqa: E402
@@ -1200,6 +1201,116 @@ def s_semaphore(run):
         f.write(run.current.psql_try(SEMAPHORE_WRITES, timeout=30) or "[]")
 
 
+KINDS_SCHEMA = """
+CREATE TABLE kinds_write (id bigserial PRIMARY KEY, name text NOT NULL, role text NOT NULL,
+                          worker text NOT NULL, token bigint NOT NULL,
+                          started timestamptz NOT NULL, ended timestamptz);
+GRANT SELECT, INSERT, UPDATE ON kinds_write TO faults_app;
+GRANT USAGE ON SEQUENCE kinds_write_id_seq TO faults_app;
+"""
+
+KINDS_WRITES = """
+SELECT coalesce(json_agg(json_build_object(
+         'name', name, 'role', role, 'worker', worker, 'token', token,
+         'started', (extract(epoch FROM started) * 1000000)::bigint,
+         'ended', (extract(epoch FROM ended) * 1000000)::bigint) ORDER BY id), '[]'::json)
+  FROM kinds_write WHERE ended IS NOT NULL
+"""
+
+# the leases live on a server, by kind (read just before a fault)
+LIVE_BY_KIND = """
+SELECT coalesce(json_object_agg(kind, n), '{}'::json)
+  FROM (SELECT kind, count(*) AS n FROM dlock.lock_holders GROUP BY kind) k
+"""
+
+
+def await_live_holders(psql, seconds=3.0):
+    """The leases live by kind, read through psql(sql) until a shared lease and
+    a permit are both live (at most seconds): the fault that follows then hits
+    readers and permits, not only the moments between them."""
+    deadline = time.monotonic() + seconds
+    live = {}
+    while True:
+        try:
+            live = json.loads(psql(LIVE_BY_KIND) or "{}")
+        except Exception:  # noqa: BLE001 -- a server that does not answer: record nothing
+            live = {}
+        if (live.get("shared") and live.get("permit")) or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
+
+# who runs in the kinds scenario: role, name, how many
+KINDS_WORKERS = [("permit", "S1", 3), ("reader", "RW1", 3), ("writer", "RW1", 1)]
+
+
+def s_kinds_failover(run):
+    """18. Readers and a writer of one name and holders of a semaphore's
+    permits, all renewing and making fenced writes, through an immediate stop,
+    a SIGKILL of the postmaster and the promotion of an asynchronous standby
+    (replication 600 ms behind, so the promotion loses the last grants): no
+    token twice per name, no reader beside a writer, no permit over the size
+    (kinds_check.py). The workers follow the primary by a multi-host string.
+    The faults come one after the other, each when the server is back, and the
+    workers stop a few seconds after the promotion (however long the restarts
+    took), so that every kind has time to go on there."""
+    permits = run.sc["permits"]
+    run.start_primary({"dlock.test_ignore_timeline": "on"} if run.sc.get("ignore_timeline") else None)
+    run.primary.psql(KINDS_SCHEMA)
+    control = os.path.join(run.dir, "repl-proxy.control")
+    proxy = run.start_proxy(run.port_repl_proxy, run.primary.port, control)
+    standby = run.start_standby(False, via_port=run.port_repl_proxy)
+    set_delay(control, 600)
+    conninfo = run.conninfo([run.port_primary, run.port_standby])
+    stop_file = os.path.join(run.dir, "stop-workers")
+    run.duration_ms = 120 * 1000  # a bound only: the stop file ends them
+    seq = 0
+    for role, name, count in KINDS_WORKERS:
+        for i in range(1, count + 1):
+            seq += 1
+            wid = f"{role[0]}{i}"
+            args = [SYSTEM_PYTHON, os.path.join(HERE, "kinds_worker.py"), "--id", wid,
+                    "--role", role, "--name", name, "--conninfo", conninfo,
+                    "--history", os.path.join(run.dir, "history", f"{wid}.jsonl"),
+                    "--permits", str(permits), "--ttl-ms", str(run.ttl_ms),
+                    "--duration-ms", str(run.duration_ms), "--seed", str(run.h.seed * 100 + seq),
+                    "--stop-file", stop_file]
+            run.workers[wid] = subprocess.Popen(
+                args, stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(run.dir, f"worker-{wid}.log"), "w"))
+    run.t_start = time.monotonic()
+    run.t_end = run.t_start + run.duration_ms / 1000.0
+
+    def live(server):
+        return await_live_holders(lambda sql: server.psql_try(sql, timeout=5))
+
+    gap = max(1.5, 2 * run.ttl_ms / 1000.0)
+    time.sleep(1.5)
+    for how in ("immediate stop", "SIGKILL of the postmaster"):
+        run.fault_start("crash", None, how=how, live=live(run.primary))
+        if how == "immediate stop":
+            run.primary.crash()
+        else:
+            run.primary.kill()
+        time.sleep(0.3)
+        run.primary.start()
+        run.fault_end("crash", None, how=how)
+        time.sleep(gap)
+    run.fault_start("failover", None, how="promotion", live=live(run.primary))
+    run.primary.crash()
+    proxy.kill()  # what the primary committed in the last 600 ms is lost
+    proxy.wait()
+    time.sleep(0.3)
+    standby.promote()
+    run.current = standby
+    run.fault_end("failover", None, how="promotion")
+    time.sleep(max(4.0, 3 * run.ttl_ms / 1000.0))
+    open(stop_file, "w").close()
+    run.t_end = time.monotonic()  # workers end within one round (a wait of at most 2 ttl)
+    run.wait_workers()
+    with open(os.path.join(run.dir, "kinds_writes.json"), "w") as f:
+        f.write(run.current.psql_try(KINDS_WRITES, timeout=30) or "[]")
+
+
 # standard_expect_violations: a negative control whose fault the standard
 # history shows (check_standard_history.py must flag it); the other negative
 # controls break what that model does not cover.
@@ -1250,6 +1361,13 @@ SCENARIOS = [
     {"name": "17-fenced-crash", "title": "fenced grants (no WAL flush wait), crash restarts lose some",
      "run": s_fenced_crash, "min_duration": 16, "checks": {"min_lost_grants": 1},
      "not_in_sql_edition": NOT_FENCED},
+    # Lock kinds through crashes and a promotion: readers, a writer, permits
+    {"name": "18-kinds-failover",
+     "title": "readers, a writer and permits live through crashes and an async promotion",
+     "run": s_kinds_failover, "permits": 2, "checker": "kinds",
+     "checks": {"faults": ["immediate stop", "SIGKILL of the postmaster", "promotion"]},
+     "not_in_sql_edition": "without writer preference (docs/sql-edition.md) three readers starve "
+                           "the writer, whose progress the scenario requires"},
     {"name": "N1-no-fencing", "title": "negative control: slow holders, fencing off",
      "run": s_late_write, "fencing": False, "negative_control": True,
      "standard_expect_violations": True},
@@ -1285,6 +1403,13 @@ SCENARIOS = [
      "run": s_fenced_crash, "min_duration": 16, "ignore_epoch": True, "negative_control": True,
      "checks": {"min_lost_grants": 1}, "expect_violations": ["3"],
      "standard_expect_violations": True, "not_in_sql_edition": NOT_FENCED},
+    {"name": "N9-kinds-no-timeline",
+     "title": "negative control: lock kinds through an async promotion, timeline bits off",
+     "run": s_kinds_failover, "permits": 2, "checker": "kinds",
+     "ignore_timeline": True, "negative_control": True, "expect_violations": ["T"],
+     "checks": {"faults": ["immediate stop", "SIGKILL of the postmaster", "promotion"]},
+     "not_in_sql_edition": "the switch that turns the timeline bits off (dlock.test_ignore_timeline) "
+                           "is the C extension's; the SQL edition has no test settings"},
 ]
 # Faults of a real network between hosts made of network namespaces (needs
 # root): run with --set network or --set all (net_scenarios.py).
@@ -1332,6 +1457,9 @@ class Harness:
                     "negative_control": bool(sc.get("negative_control")), "passed": False}
         if sc.get("checker") == "semaphore":
             summary = semaphore_check.check_semaphore(run.dir)
+        elif sc.get("checker") == "kinds":
+            # readers, writers and permits are another model: not converted either
+            summary = kinds_check.check_kinds(run.dir)
         else:
             summary = checker.check_run(run.dir)
             # The same run in the shape outside checkers read (docs/fault-histories.md);

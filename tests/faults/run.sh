@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault-injection harness: builds the worker, checks the checker on synthetic
+# Fault-injection harness: builds the worker, checks the checkers on synthetic
 # histories, then runs every scenario (harness.py) and prints the results table.
 #
 #   tests/faults/run.sh [--profile quick|full|soak] [--only NAME,...] [--edition c|sql] [--pqxx] [--keep]
@@ -19,5 +19,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 worker=$("$here/build-worker.sh")
 
 python3 "$here/test_checker.py" -q 2>&1 | tail -n 3 || { echo "checker self-test failed" >&2; exit 1; }
+python3 "$here/test_kinds_check.py" -q 2>&1 | tail -n 3 || { echo "kinds checker self-test failed" >&2; exit 1; }
 
 exec python3 "$here/harness.py" --worker "$worker" "$@"

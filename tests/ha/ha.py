@@ -35,6 +35,12 @@ acknowledged commits in them even in synchronous_mode:
             generation of the lost grants; a name that only the rewound
             primary granted would then see its lost tokens issued again.
 
+Beside them, readers and a writer of one name and holders of a semaphore's
+permits (tests/faults/kinds_worker.py, psycopg2) renew and make fenced writes
+through the same faults; tests/faults/kinds_check.py judges them (no token
+twice per name, no reader beside a writer, no permit over the size) and a run
+passes only when both checkers find nothing.
+
 Runs: sync (synchronous_mode), async, and N1, a negative control: async with
 the timeline left out of tokens (dlock.test_ignore_timeline), which the
 checker must catch handing out tokens twice.
@@ -72,7 +78,9 @@ import cluster  # noqa: E402
 from cluster import PatroniNode  # noqa: E402
 import ha_checker  # noqa: E402
 from netns import Topology  # noqa: E402
-from harness import FENCING_TRIGGERS, FINAL_STATE, LOCKS, SCHEMA, compress_histories, machine_name  # noqa: E402
+from harness import (FENCING_TRIGGERS, FINAL_STATE, KINDS_SCHEMA, KINDS_WRITES, LOCKS, SCHEMA,  # noqa: E402
+                     SYSTEM_PYTHON, await_live_holders, compress_histories, machine_name)
+import kinds_check  # noqa: E402
 
 PROFILES = {
     # workers, lease ttl, rounds of (kill, isolate) per run, workload before the
@@ -80,6 +88,10 @@ PROFILES = {
     "quick": {"workers": 4, "ttl_ms": 2000, "rounds": 1, "warmup": 4, "cooldown": 5},
     "full": {"workers": 6, "ttl_ms": 2000, "rounds": 3, "warmup": 8, "cooldown": 8},
 }
+
+# the lock-kinds workers of every run: role, name, how many; a semaphore of 2
+KINDS_WORKERS = [("permit", "S1", 3), ("reader", "RW1", 2), ("writer", "RW1", 1)]
+KINDS_PERMITS = 2
 
 RUNS = [
     {"name": "sync", "title": "Patroni synchronous_mode", "sync": True},
@@ -144,7 +156,7 @@ class Run:
             settings.append("ALTER DATABASE faults SET dlock.test_ignore_timeline = on")
         schema = SCHEMA.format(extension="pg_dlock", locks=",".join(f"'{l}'" for l in LOCKS),
                                lock_timeout=800)
-        leader.psql(schema + FENCING_TRIGGERS + ";".join(settings), db="faults")
+        leader.psql(schema + FENCING_TRIGGERS + KINDS_SCHEMA + ";".join(settings), db="faults")
         c.wait_healthy(time.monotonic() + 60)
 
     def start_workers(self):
@@ -158,6 +170,26 @@ class Run:
                     "--seed", str(self.args.seed * 100 + i), "--stop-file", self.stop_file]
             self.workers[wid] = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, f"worker-{wid}.log"), "w"))
+        kinds_history = os.path.join(self.dir, "history-kinds")
+        os.makedirs(kinds_history, exist_ok=True)
+        seq = 0
+        for role, name, count in KINDS_WORKERS:
+            for i in range(1, count + 1):
+                seq += 1
+                wid = f"{role[0]}{i}"
+                args = [SYSTEM_PYTHON, os.path.join(HERE, "..", "faults", "kinds_worker.py"), "--id", wid,
+                        "--role", role, "--name", name, "--conninfo", conninfo,
+                        "--history", os.path.join(kinds_history, f"{wid}.jsonl"),
+                        "--permits", str(KINDS_PERMITS), "--ttl-ms", str(self.p["ttl_ms"]),
+                        "--duration-ms", str(900 * 1000), "--seed", str(self.args.seed * 100 + 50 + seq),
+                        "--stop-file", self.stop_file]
+                self.workers[wid] = subprocess.Popen(
+                    args, stdout=subprocess.DEVNULL,
+                    stderr=open(os.path.join(self.dir, f"worker-{wid}.log"), "w"))
+
+    def live(self, node):
+        """The leases live on node by kind, once readers and permits are (kinds_check.py)."""
+        return await_live_holders(lambda sql: node.psql(sql, db="faults"))
 
     def wait_new_primary(self, old):
         deadline = time.monotonic() + FAILOVER_BOUND
@@ -175,7 +207,7 @@ class Run:
 
     def fault_kill(self, rnd):
         old = self.cluster.leader()
-        self.event("fault_start", fault="kill", round=rnd, node=old.name, lock=None)
+        self.event("fault_start", fault="kill", round=rnd, node=old.name, lock=None, live=self.live(old))
         old.kill_postmaster()
         # The kill is instantaneous; the fault's end is the kill itself.
         self.event("fault_end", fault="kill", round=rnd, node=old.name, lock=None)
@@ -186,7 +218,7 @@ class Run:
         """The primary's Patroni stops (stop(node)); once a replica is writable and
         3 s more of split brain have passed, bring_back(node)."""
         old = self.cluster.leader()
-        self.event("fault_start", fault=fault, round=rnd, node=old.name, lock=None)
+        self.event("fault_start", fault=fault, round=rnd, node=old.name, lock=None, live=self.live(old))
         stop(old)
         try:
             self.wait_new_primary(old)
@@ -273,10 +305,12 @@ class Run:
             raise RuntimeError("no primary to read the final state from")
         final = json.loads(primary.psql(FINAL_STATE, db="faults"))
         final["grants"] = json.loads(primary.psql(GRANTS, db="faults"))
+        with open(os.path.join(self.dir, "kinds_writes.json"), "w") as f:
+            f.write(primary.psql(KINDS_WRITES, db="faults") or "[]")
         with open(os.path.join(self.dir, "final.json"), "w") as f:
             json.dump(final, f)
         info = {k: v for k, v in self.spec.items()}
-        info.update(ttl_ms=self.p["ttl_ms"], profile=self.args.profile,
+        info.update(ttl_ms=self.p["ttl_ms"], profile=self.args.profile, permits=KINDS_PERMITS,
                     faults=[f for _ in range(self.p["rounds"]) for f in self.faults()])
         with open(os.path.join(self.dir, "scenario.json"), "w") as f:
             json.dump(info, f)
@@ -311,6 +345,13 @@ def run_one(args, profile, spec, run_root):
         return {"scenario": spec["name"], "title": spec["title"], "error": error.strip().splitlines()[-1],
                 "negative_control": bool(spec.get("negative_control")), "passed": False, "seconds": seconds}
     summary = ha_checker.check_ha_run(run.dir)
+    kinds = kinds_check.check_kinds(run.dir, history="history-kinds")
+    summary["kinds"] = kinds
+    summary["violations"] += kinds["violations"]
+    for inv, n in kinds["violations_by_invariant"].items():
+        summary["violations_by_invariant"]["kinds " + inv] = n
+    for inv, examples in (kinds.get("examples") or {}).items():
+        summary.setdefault("examples", {})["kinds " + inv] = examples
     with open(os.path.join(run.dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
     compress_histories(run.dir)
@@ -321,7 +362,9 @@ def run_one(args, profile, spec, run_root):
     summary["seconds"] = seconds
     verdict = "PASS" if summary["passed"] else "FAIL"
     print(f"{verdict} {spec['name']} ({seconds} s): {summary['operations']} ops, "
-          f"{summary['lost_grants']} lost grants, {summary['violations']} violations", flush=True)
+          f"{summary['lost_grants']} lost grants, {summary['violations']} violations; kinds: "
+          f"{kinds['acquired']} grants, {kinds['writes_ok']} fenced writes, most live at a fault "
+          f"{kinds['info']['most_live_at_a_fault']}", flush=True)
     for f in summary["faults"]:
         print(f"      {f['fault']} round {f['round']}: new primary {f['to_new_primary_ms']} ms, "
               f"first new grant {f['to_first_new_grant_ms']} ms, lost grants {f['lost_grants']}")
