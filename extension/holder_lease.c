@@ -1130,7 +1130,19 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 					tid = &st->slots[i].tid;
 					is_free = st->slots[i].available;
 				}
-			if (is_free && lock_slot(args, number, tid, now, slot))
+			if (!is_free)
+				continue;
+			if (lock_slot(args, number, tid, now, slot))
+				return true;
+
+			/*
+			 * A free permit slot that cannot be locked is being deleted by
+			 * dlock.reap, or was deleted since it was read: make it anew.
+			 * The insert waits for an uncommitted reap and does nothing if
+			 * the slot is still there after all; the counter, not the
+			 * slot, carries the name's tokens.
+			 */
+			if (tid != NULL && lock_slot(args, number, NULL, now, slot))
 				return true;
 		}
 		return false;
