@@ -44,9 +44,11 @@ sql() {
 
 link_options=${FARM_LINK_OPTIONS-tcp_user_timeout=10000 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3}
 
-# A connection string with the options of link_options it does not set.
+# A connection string with the options of link_options it does not set; a
+# URI is left as it is (give it its options as query parameters).
 with_link_options() {
 	local s=$1 o
+	[[ $s == postgres://* || $s == postgresql://* ]] && { echo "$s"; return; }
 	for o in $link_options; do
 		[[ " $s" =~ [[:space:]]${o%%=*}[[:space:]]*= ]] || s+=" $o"
 	done
