@@ -1,4 +1,4 @@
--- farm/proxy.sql: the lock farm's proxy database (PL/Proxy 2.10).
+-- farm/proxy.sql: the lock farm's proxy database (PL/Proxy 2.10), for pg_dlock 1.6.
 --
 -- Schema dlock here has the extension's functions that act on one name, with
 -- the same arguments and results; each call runs on the partition that owns
@@ -207,25 +207,25 @@ RETURNS record LANGUAGE plproxy VOLATILE AS $$
 	RUN ON dlock_farm.hash(election);
 $$;
 CREATE FUNCTION dlock.try_acquire_shared(lock_name text, ttl interval, owner_token uuid DEFAULT NULL,
-	holder text DEFAULT NULL)
+	holder text DEFAULT NULL, max_hold interval DEFAULT NULL, min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON dlock_farm.hash(lock_name);
 $$;
 CREATE FUNCTION dlock.acquire_shared(lock_name text, ttl interval, wait interval, owner_token uuid DEFAULT NULL,
-	holder text DEFAULT NULL)
+	holder text DEFAULT NULL, max_hold interval DEFAULT NULL, min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON dlock_farm.hash(lock_name);
 $$;
 CREATE FUNCTION dlock.try_acquire_permit(semaphore_name text, permits integer, ttl interval,
-	owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+	owner_token uuid DEFAULT NULL, holder text DEFAULT NULL, max_hold interval DEFAULT NULL, min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON dlock_farm.hash(semaphore_name);
 $$;
 CREATE FUNCTION dlock.acquire_permit(semaphore_name text, permits integer, ttl interval, wait interval,
-	owner_token uuid DEFAULT NULL, holder text DEFAULT NULL)
+	owner_token uuid DEFAULT NULL, holder text DEFAULT NULL, max_hold interval DEFAULT NULL, min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON dlock_farm.hash(semaphore_name);
@@ -247,28 +247,28 @@ COMMENT ON FUNCTION dlock.fence(text, bigint) IS 'dlock.fence on the partition t
 COMMENT ON FUNCTION dlock.force_release(text, text) IS 'dlock.force_release on the partition that owns the name';
 COMMENT ON FUNCTION dlock.waiters(text) IS 'dlock.waiters on the partition that owns the name';
 COMMENT ON FUNCTION dlock.leader(text) IS 'dlock.leader on the partition that owns the election';
-COMMENT ON FUNCTION dlock.try_acquire_shared(text, interval, uuid, text) IS 'dlock.try_acquire_shared on the partition that owns the name';
-COMMENT ON FUNCTION dlock.acquire_shared(text, interval, interval, uuid, text) IS 'dlock.acquire_shared on the partition that owns the name';
-COMMENT ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text) IS 'dlock.try_acquire_permit on the partition that owns the semaphore';
-COMMENT ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text) IS 'dlock.acquire_permit on the partition that owns the semaphore';
+COMMENT ON FUNCTION dlock.try_acquire_shared(text, interval, uuid, text, interval, interval, interval) IS 'dlock.try_acquire_shared on the partition that owns the name';
+COMMENT ON FUNCTION dlock.acquire_shared(text, interval, interval, uuid, text, interval, interval, interval) IS 'dlock.acquire_shared on the partition that owns the name';
+COMMENT ON FUNCTION dlock.try_acquire_permit(text, integer, interval, uuid, text, interval, interval, interval) IS 'dlock.try_acquire_permit on the partition that owns the semaphore';
+COMMENT ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval) IS 'dlock.acquire_permit on the partition that owns the semaphore';
 COMMENT ON FUNCTION dlock.resize_semaphore(text, integer) IS 'dlock.resize_semaphore on the partition that owns the semaphore';
 COMMENT ON FUNCTION dlock.downgrade(text, uuid) IS 'dlock.downgrade on the partition that owns the name';
 
 -- Multi-locks: every name of the set on one partition, else refused.
 
 CREATE FUNCTION dlock_farm.try_acquire_all(partition integer, lock_names text[], ttl interval, owner_token uuid,
-	holder text)
+	holder text, max_hold interval, min_hold interval, lock_delay interval)
 RETURNS SETOF dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON partition;
-	SELECT * FROM dlock.try_acquire_all(lock_names, ttl, owner_token, holder);
+	SELECT * FROM dlock.try_acquire_all(lock_names, ttl, owner_token, holder, false, max_hold, min_hold, lock_delay);
 $$;
 CREATE FUNCTION dlock_farm.acquire_all(partition integer, lock_names text[], ttl interval, wait interval,
-	owner_token uuid, holder text)
+	owner_token uuid, holder text, max_hold interval, min_hold interval, lock_delay interval)
 RETURNS SETOF dlock.lease LANGUAGE plproxy VOLATILE AS $$
 	CLUSTER 'dlock_farm';
 	RUN ON partition;
-	SELECT * FROM dlock.acquire_all(lock_names, ttl, wait, owner_token, holder);
+	SELECT * FROM dlock.acquire_all(lock_names, ttl, wait, owner_token, holder, false, max_hold, min_hold, lock_delay);
 $$;
 -- Releasing is per name and idempotent, so a set that a reshard spread over
 -- partitions is released on each of them (SPLIT sends each its names).
@@ -279,27 +279,37 @@ RETURNS SETOF integer LANGUAGE plproxy VOLATILE AS $$
 	RUN ON dlock_farm.hash(lock_names);
 	SELECT dlock.release_all(lock_names, owner_token);
 $$;
-COMMENT ON FUNCTION dlock_farm.try_acquire_all(integer, text[], interval, uuid, text) IS 'dlock.try_acquire_all on one partition';
-COMMENT ON FUNCTION dlock_farm.acquire_all(integer, text[], interval, interval, uuid, text) IS 'dlock.acquire_all on one partition';
+COMMENT ON FUNCTION dlock_farm.try_acquire_all(integer, text[], interval, uuid, text, interval, interval, interval) IS 'dlock.try_acquire_all on one partition';
+COMMENT ON FUNCTION dlock_farm.acquire_all(integer, text[], interval, interval, uuid, text, interval, interval, interval) IS 'dlock.acquire_all on one partition';
 COMMENT ON FUNCTION dlock_farm.release_all(text[], uuid) IS 'dlock.release_all on each partition that owns some of the names';
 
 CREATE FUNCTION dlock.try_acquire_all(lock_names text[], ttl interval, owner_token uuid DEFAULT NULL,
-	holder text DEFAULT NULL)
+	holder text DEFAULT NULL, session_bound boolean DEFAULT false, max_hold interval DEFAULT NULL,
+	min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS SETOF dlock.lease
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 4
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM dlock_farm.try_acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl, owner_token, holder)
+BEGIN
+	PERFORM dlock_farm.refuse_session_bound(session_bound);
+	RETURN QUERY SELECT * FROM dlock_farm.try_acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl,
+		owner_token, holder, max_hold, min_hold, lock_delay);
+END
 $$;
 CREATE FUNCTION dlock.acquire_all(lock_names text[], ttl interval, wait interval, owner_token uuid DEFAULT NULL,
-	holder text DEFAULT NULL)
+	holder text DEFAULT NULL, session_bound boolean DEFAULT false, max_hold interval DEFAULT NULL,
+	min_hold interval DEFAULT NULL, lock_delay interval DEFAULT NULL)
 RETURNS SETOF dlock.lease
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 4
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM dlock_farm.acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl, wait, owner_token, holder)
+BEGIN
+	PERFORM dlock_farm.refuse_session_bound(session_bound);
+	RETURN QUERY SELECT * FROM dlock_farm.acquire_all(dlock_farm.partition_of_all(lock_names), lock_names, ttl, wait,
+		owner_token, holder, max_hold, min_hold, lock_delay);
+END
 $$;
 CREATE FUNCTION dlock.release_all(lock_names text[], owner_token uuid)
 RETURNS integer
@@ -308,8 +318,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT COALESCE(pg_catalog.sum(n), 0)::integer FROM dlock_farm.release_all(lock_names, owner_token) n
 $$;
-COMMENT ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) IS 'dlock.try_acquire_all on the one partition that owns every name; refused (0A000) across partitions';
-COMMENT ON FUNCTION dlock.acquire_all(text[], interval, interval, uuid, text) IS 'dlock.acquire_all on the one partition that owns every name; refused (0A000) across partitions';
+COMMENT ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval) IS 'dlock.try_acquire_all on the one partition that owns every name; refused (0A000) across partitions';
+COMMENT ON FUNCTION dlock.acquire_all(text[], interval, interval, uuid, text, boolean, interval, interval, interval) IS 'dlock.acquire_all on the one partition that owns every name; refused (0A000) across partitions';
 COMMENT ON FUNCTION dlock.release_all(text[], uuid) IS 'dlock.release_all on every partition that owns some of the names';
 
 -- dlock.locks gathered from every partition.
@@ -336,7 +346,7 @@ REVOKE ALL ON FUNCTION dlock.force_release(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dlock.resize_semaphore(text, integer) FROM PUBLIC;
 -- Given a partition number, these would take names on a partition that does
 -- not own them: only the refusing wrappers (SECURITY DEFINER) call them.
-REVOKE ALL ON FUNCTION dlock_farm.try_acquire_all(integer, text[], interval, uuid, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dlock_farm.acquire_all(integer, text[], interval, interval, uuid, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock_farm.try_acquire_all(integer, text[], interval, uuid, text, interval, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dlock_farm.acquire_all(integer, text[], interval, interval, uuid, text, interval, interval, interval) FROM PUBLIC;
 GRANT USAGE ON SCHEMA dlock, dlock_farm TO PUBLIC;
 GRANT SELECT ON dlock.locks TO PUBLIC;

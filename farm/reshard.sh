@@ -40,9 +40,10 @@ lit() { printf "'%s'" "${1//\'/\'\'}"; }
 mapfile -t old < <(sql "$proxy" -c 'SELECT connstr FROM dlock_farm.partitions() ORDER BY partition')
 n=${#old[@]}
 [ $# -eq "$n" ] || { echo "reshard.sh: $n partitions need $n new ones, got $#" >&2; exit 2; }
-new=("$@")
-mask=$((2 * n - 1))
 setup=$(dirname "$0")/setup.sh
+new=()
+for s in "$@"; do new+=("$("$setup" connstr "$s")"); done
+mask=$((2 * n - 1))
 
 for i in $(seq 0 $((n - 1))); do
 	issued=$(sql "${new[$i]} user=$su" -c 'SELECT count(*) FROM dlock.locks')

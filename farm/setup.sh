@@ -15,9 +15,18 @@
 #                                port, the count a power of two)
 #   setup.sh partitions CONNINFO PART_CONNSTR...
 #                                points an existing proxy at a new partition list
+#   setup.sh connstr PART_CONNSTR
+#                                prints the connection string the proxy would get
+#                                (with the link options below; farm/reshard.sh)
 #
 # Partitions of `up` are database dlock, the proxy database farm, all on
 # 127.0.0.1 as user postgres (scripts/pg-cluster.sh). PG_BINDIR picks the server.
+#
+# Every partition connection string written (proxy, partitions, up, connstr) gets the
+# libpq options of FARM_LINK_OPTIONS that it does not set itself: they bound a
+# proxy call whose partition the network cut off (docs/farm.md). Default
+#   tcp_user_timeout=10000 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3
+# FARM_LINK_OPTIONS= (empty) adds none.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +42,19 @@ sql() {
 	psql -X -q -v ON_ERROR_STOP=1 -d "$conninfo" "$@"
 }
 
+link_options=${FARM_LINK_OPTIONS-tcp_user_timeout=10000 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3}
+
+# A connection string with the options of link_options it does not set; a
+# URI is left as it is (give it its options as query parameters).
+with_link_options() {
+	local s=$1 o
+	[[ $s == postgres://* || $s == postgresql://* ]] && { echo "$s"; return; }
+	for o in $link_options; do
+		[[ " $s" =~ [[:space:]]${o%%=*}[[:space:]]*= ]] || s+=" $o"
+	done
+	echo "$s"
+}
+
 power_of_two() { [ "$1" -ge 1 ] && [ $(($1 & ($1 - 1))) -eq 0 ]; }
 
 # The SERVER options p0..pN-1, quoted for SQL, each after the word $1.
@@ -40,6 +62,7 @@ server_options() {
 	local verb=$1 i=0 out="" s
 	shift
 	for s in "$@"; do
+		s=$(with_link_options "$s")
 		out+="${out:+, }${verb:+$verb }p$i '${s//\'/\'\'}'"
 		i=$((i + 1))
 	done
@@ -141,8 +164,11 @@ partitions)
 	shift 2
 	set_partitions "$conninfo" "$@"
 	;;
+connstr)
+	with_link_options "${2:?PART_CONNSTR required}"
+	;;
 *)
-	sed -n '2,20p' "$0" >&2
+	sed -n '2,29p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -32,6 +32,15 @@ SELECT lock_name, fencing_token & 1099511627775 AS seq FROM dlock.acquire_permit
 SELECT lock_name FROM dlock.try_acquire_permit('eq-p', 2, '30 s', :o3);
 SELECT lock_name FROM dlock.try_acquire_permit('eq-p', 3, '30 s', :o3);
 SELECT dlock.resize_semaphore('eq-p', 3);
+-- the options of 1.6 pass through: a release before min_hold keeps the name taken
+SELECT lock_name FROM dlock.try_acquire_shared('eq-so', '30 s', :o1, max_hold => '1 min', min_hold => '1 min', lock_delay => '1 s');
+SELECT dlock.release('eq-so', :o1), lock_name FROM dlock.try_acquire('eq-so', '30 s', :o2);
+SELECT lock_name FROM dlock.acquire_shared('eq-so2', '30 s', '0 s', :o1, min_hold => '1 min');
+SELECT dlock.release('eq-so2', :o1), lock_name FROM dlock.try_acquire('eq-so2', '30 s', :o2);
+SELECT lock_name FROM dlock.try_acquire_permit('eq-po', 1, '30 s', :o1, min_hold => '1 min');
+SELECT dlock.release('eq-po', :o1), lock_name FROM dlock.try_acquire_permit('eq-po', 1, '30 s', :o2);
+SELECT lock_name FROM dlock.acquire_permit('eq-po2', 1, '30 s', '0 s', :o1, lock_delay => '1 min');
+SELECT dlock.force_release('eq-po2', 'test'), lock_name FROM dlock.try_acquire_permit('eq-po2', 1, '30 s', :o2);
 SELECT lock_name, fencing_token & 1099511627775 AS seq FROM dlock.try_acquire('eq-d', '30 s', :o1);
 SELECT lock_name, fencing_token & 1099511627775 AS seq FROM dlock.downgrade('eq-d', :o1);
 -- multi-locks of one partition
@@ -40,6 +49,10 @@ SELECT lock_name, owner_token, fencing_token & 1099511627775 AS seq
 SELECT count(*) FROM dlock.try_acquire_all(ARRAY['eq-m1', 'eq-m4'], '30 s', :o2);
 SELECT dlock.release_all(ARRAY['eq-m1', 'eq-m4', 'eq-m5'], :o1);
 SELECT count(*) FROM dlock.acquire_all(ARRAY['eq-m1', 'eq-m4'], '30 s', '0 s', :o2);
+SELECT count(*) FROM dlock.try_acquire_all(ARRAY['eq-mo1'], '30 s', :o3, max_hold => '1 min', min_hold => '1 min');
+SELECT dlock.release_all(ARRAY['eq-mo1'], :o3), lock_name FROM dlock.try_acquire('eq-mo1', '30 s', :o1);
+SELECT count(*) FROM dlock.acquire_all(ARRAY['eq-mo2'], '30 s', '0 s', :o3, lock_delay => '1 min');
+SELECT dlock.force_release('eq-mo2', 'test'), lock_name FROM dlock.try_acquire('eq-mo2', '30 s', :o1);
 -- refusals
 SELECT * FROM dlock.try_acquire('eq-x', '-1 s');
 SELECT * FROM dlock.try_acquire('', '1 s');
