@@ -235,12 +235,31 @@ check_same_surface_as_new $up2_db up2
 # 1.6 signatures; a privilege given or taken on the old ones stays with the new
 up6_db=dlock_sqled_update6
 owner_database $up6_db $owner
-q postgres "DROP ROLE IF EXISTS regress_sqled_up6" "CREATE ROLE regress_sqled_up6" >/dev/null
+q postgres "SET client_min_messages = warning" "DROP ROLE IF EXISTS regress_sqled_up6" "CREATE ROLE regress_sqled_up6" >/dev/null
 AS=$owner q $up6_db "CREATE EXTENSION pg_dlock_sql VERSION '1.5'" \
 	"REVOKE EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) FROM PUBLIC" \
 	"GRANT EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) TO regress_sqled_up6" \
 	"REVOKE EXECUTE ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text) FROM PUBLIC" >/dev/null
 up6_sh=$(AS=$owner q $up6_db "SELECT fencing_token FROM dlock.try_acquire_shared('up6:sh', '1 hour', '00000000-0000-0000-0000-0000000000c3')")
+# audit = all: renewals of every kind ("renew"; "renew_refused" without token
+# or holder), and the expiry of a shared lease or permit, written once by the
+# grant that ends it (a slot reused, a writer's grant), as in the C extension.
+# audit_round P: those calls on names P:x, P:s, P:p, P:w; prints their records.
+audit_round() {
+	local p=$1
+	AS=$owner q $up6_db "UPDATE dlock.settings SET value = 'all' WHERE name = 'audit'" \
+		"SELECT dlock.try_acquire('$p:x', '1 minute', '00000000-0000-0000-0000-0000000000f1', 'writer')" \
+		"SELECT dlock.try_acquire_shared('$p:s', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader')" \
+		"SELECT dlock.try_acquire_permit('$p:p', 1, '100 ms', '00000000-0000-0000-0000-0000000000f1', 'permit')" \
+		"SELECT dlock.try_acquire_shared('$p:w', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader before a writer')" \
+		"SELECT dlock.renew('$p:x', '00000000-0000-0000-0000-0000000000f1', '1 minute'), dlock.renew('$p:s', '00000000-0000-0000-0000-0000000000f1', '100 ms'),
+			dlock.renew('$p:p', '00000000-0000-0000-0000-0000000000f1', '100 ms'), dlock.renew('$p:p', '00000000-0000-0000-0000-0000000000f2', '1 minute')" \
+		"SELECT pg_sleep(0.3)" \
+		"SELECT dlock.try_acquire_shared('$p:s', '1 minute'), dlock.try_acquire_permit('$p:p', 1, '1 minute'), dlock.try_acquire('$p:w', '1 minute')" >/dev/null
+	AS=$owner q $up6_db "SELECT string_agg(event || ' ' || lock_name || ' ' || coalesce(holder, '-') || ' ' || (fencing_token IS NOT NULL), ', ' ORDER BY id) FROM dlock.audit_log WHERE lock_name IN ('$p:x', '$p:s', '$p:p', '$p:w') AND event IN ('renew', 'renew_refused', 'expire')"
+}
+up5_audit=$(audit_round up5)
+check "negative control: 1.5 audits none of the renewals and expiries checked below (${up5_audit:-none})" test -z "$up5_audit"
 up6_state=$(AS=$owner sqlstate $up6_db "ALTER EXTENSION pg_dlock_sql UPDATE")
 up6_acl=$(q $up6_db "SELECT has_function_privilege('public', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
 		has_function_privilege('regress_sqled_up6', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
@@ -271,20 +290,7 @@ done
 up6_left=$(AS=$owner q $up6_db "SELECT (SELECT count(*) FROM dlock.lock_holder WHERE lock_name LIKE 'up6:_') + (SELECT count(*) FROM dlock.distributed_lock WHERE lock_name IN ('up6:c', 'up6:d', 'up6:h'))")
 check "a multi-lock's option that does not fit refuses the set (22023, 55000 for session_bound: $up6_all_bad $up6_all_sb); a shared lease's or permit's policy is refused (0A000), its bad input as try_acquire's (22023): $up6_holder; nothing left ($up6_left)" \
 	test "$up6_all_bad $up6_all_sb $up6_holder$up6_left" = "22023 55000 0A000 0A000 0A000 0A000 22023 22023 0"
-# audit = all: renewals of every kind ("renew"; "renew_refused" without token
-# or holder), and the expiry of a shared lease or permit, written once by the
-# grant that ends it (a slot reused, a writer's grant), as in the C extension
-u6() { AS=$owner q $up6_db "$@"; }
-u6 "UPDATE dlock.settings SET value = 'all' WHERE name = 'audit'" \
-	"SELECT dlock.try_acquire('up6:x', '1 minute', '00000000-0000-0000-0000-0000000000f1', 'writer')" \
-	"SELECT dlock.try_acquire_shared('up6:s', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader')" \
-	"SELECT dlock.try_acquire_permit('up6:p', 1, '100 ms', '00000000-0000-0000-0000-0000000000f1', 'permit')" \
-	"SELECT dlock.try_acquire_shared('up6:w', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader before a writer')" \
-	"SELECT dlock.renew('up6:x', '00000000-0000-0000-0000-0000000000f1', '1 minute'), dlock.renew('up6:s', '00000000-0000-0000-0000-0000000000f1', '100 ms'),
-		dlock.renew('up6:p', '00000000-0000-0000-0000-0000000000f1', '100 ms'), dlock.renew('up6:p', '00000000-0000-0000-0000-0000000000f2', '1 minute')" \
-	"SELECT pg_sleep(0.3)" \
-	"SELECT dlock.try_acquire_shared('up6:s', '1 minute'), dlock.try_acquire_permit('up6:p', 1, '1 minute'), dlock.try_acquire('up6:w', '1 minute')" >/dev/null
-up6_audit=$(u6 "SELECT string_agg(event || ' ' || lock_name || ' ' || coalesce(holder, '-') || ' ' || (fencing_token IS NOT NULL), ', ' ORDER BY id) FROM dlock.audit_log WHERE lock_name IN ('up6:x', 'up6:s', 'up6:p', 'up6:w') AND event IN ('renew', 'renew_refused', 'expire')")
+up6_audit=$(audit_round up6)
 check "renewals of every kind and the expiries of a shared lease and a permit are audited at audit = all ($up6_audit)" \
 	test "$up6_audit" = "renew up6:x writer true, renew up6:s reader true, renew up6:p permit true, renew_refused up6:p - false, expire up6:s reader true, expire up6:p permit true, expire up6:w reader before a writer true"
 q postgres "DROP DATABASE $up6_db" "DROP ROLE regress_sqled_up6" >/dev/null
