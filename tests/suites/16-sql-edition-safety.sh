@@ -39,6 +39,9 @@ cd "$DLOCK_ROOT"
 . tests/lib/ports.sh
 . tests/sql_edition/lib.sh
 
+# the version a new installation gets (the databases of the checks below)
+latest=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" sql_edition/pg_dlock_sql.control)
+
 scratch=$(mktemp -d "$DLOCK_SCRATCH/sql-edition-safety.XXXXXX")
 chmod 777 "$scratch"
 owner=regress_sqled_owner
@@ -154,9 +157,9 @@ done <<'OBJECTS'
 OBJECTS
 
 # 6: ALTER EXTENSION UPDATE from each earlier version with the owner's operator
-for from in 1.2 1.3 1.4 1.4.1 1.4.2; do
+for from in 1.2 1.3 1.4 1.4.1 1.4.2 1.5; do
 	for scripts in old new; do
-		[ $scripts = old ] && [ $from = 1.4.2 ] && continue	# no step from 1.4.2 before 1.5
+		[ $scripts = old ] && case $from in 1.4.2|1.5) continue;; esac	# no step from 1.4.2 or 1.5 before 1.5
 		if [ $scripts = old ]; then use_scripts "$scratch/old/sql_edition" "$share17"; else use_scripts sql_edition "$share17"; fi
 		owner_database atk6 $owner >/dev/null
 		AS=$owner q atk6 "CREATE EXTENSION pg_dlock_sql VERSION '$from'" >/dev/null
@@ -170,7 +173,7 @@ for from in 1.2 1.3 1.4 1.4.1 1.4.2; do
 				test "$became" = t
 		else
 			check "ALTER EXTENSION UPDATE from $from to $ver with the owner's dlock.=: done ($state), the owner stays without superuser ($became)" \
-				test "$state $became $ver" = "ok f 1.5"
+				test "$state $became $ver" = "ok f $latest"
 		fi
 	done
 done
@@ -204,13 +207,13 @@ for scripts in old new; do
 done
 use_scripts sql_edition "$share17"
 
-# two databases side by side: 1.4.2 (the negative controls) and 1.5
-for v in 1.4.2 1.5; do
+# two databases side by side: 1.4.2 (the negative controls) and the latest
+for v in 1.4.2 $latest; do
 	owner_database "v${v//./_}" $owner >/dev/null
 	AS=$owner q "v${v//./_}" "CREATE EXTENSION pg_dlock_sql VERSION '$v'" >/dev/null
 done
 old=v1_4_2
-new=v1_5
+new=v${latest//./_}
 
 # --- 3. one snapshot rule --------------------------------------------------------------
 for level in "READ COMMITTED" "REPEATABLE READ" "SERIALIZABLE"; do
@@ -394,7 +397,7 @@ stop_server "$bin17" "$scratch/pg17" fast
 if bin14=$(scripts/npm-postgres.sh bindir 14) && share14=$(scripts/npm-postgres.sh sharedir 14) &&
 	use_scripts sql_edition "$share14" && start_server "$bin14" "$scratch/pg14" "$port14"; then
 	export PGPORT=$port14
-	for v in 1.4.2 1.5; do
+	for v in 1.4.2 $latest; do
 		db=d${v//./_}
 		owner_database $db $owner >/dev/null
 		floor=$(AS=$owner q $db "CREATE EXTENSION pg_dlock_sql VERSION '$v'" \

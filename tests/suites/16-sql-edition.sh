@@ -231,16 +231,81 @@ check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through every step ($up2_sta
 	test "$up2_state $up2" = "ok $version 0 "
 check_same_surface_as_new $up2_db up2
 
-# psql -f: a 1.4.2, a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
+# from 1.5 to 1.6: the six acquire functions are replaced by the C extension's
+# 1.6 signatures; a privilege given or taken on the old ones stays with the new
+up6_db=dlock_sqled_update6
+owner_database $up6_db $owner
+q postgres "SET client_min_messages = warning" "DROP ROLE IF EXISTS regress_sqled_up6" "CREATE ROLE regress_sqled_up6" >/dev/null
+AS=$owner q $up6_db "CREATE EXTENSION pg_dlock_sql VERSION '1.5'" \
+	"REVOKE EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) FROM PUBLIC" \
+	"GRANT EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text) TO regress_sqled_up6" \
+	"REVOKE EXECUTE ON FUNCTION dlock.acquire_permit(text, integer, interval, interval, uuid, text) FROM PUBLIC" >/dev/null
+up6_sh=$(AS=$owner q $up6_db "SELECT fencing_token FROM dlock.try_acquire_shared('up6:sh', '1 hour', '00000000-0000-0000-0000-0000000000c3')")
+# audit = all: renewals of every kind ("renew"; "renew_refused" without token
+# or holder), and the expiry of a shared lease or permit, written once by the
+# grant that ends it (a slot reused, a writer's grant), as in the C extension.
+# audit_round P: those calls on names P:x, P:s, P:p, P:w; prints their records.
+audit_round() {
+	local p=$1
+	AS=$owner q $up6_db "UPDATE dlock.settings SET value = 'all' WHERE name = 'audit'" \
+		"SELECT dlock.try_acquire('$p:x', '1 minute', '00000000-0000-0000-0000-0000000000f1', 'writer')" \
+		"SELECT dlock.try_acquire_shared('$p:s', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader')" \
+		"SELECT dlock.try_acquire_permit('$p:p', 1, '100 ms', '00000000-0000-0000-0000-0000000000f1', 'permit')" \
+		"SELECT dlock.try_acquire_shared('$p:w', '100 ms', '00000000-0000-0000-0000-0000000000f1', 'reader before a writer')" \
+		"SELECT dlock.renew('$p:x', '00000000-0000-0000-0000-0000000000f1', '1 minute'), dlock.renew('$p:s', '00000000-0000-0000-0000-0000000000f1', '100 ms'),
+			dlock.renew('$p:p', '00000000-0000-0000-0000-0000000000f1', '100 ms'), dlock.renew('$p:p', '00000000-0000-0000-0000-0000000000f2', '1 minute')" \
+		"SELECT pg_sleep(0.3)" \
+		"SELECT dlock.try_acquire_shared('$p:s', '1 minute'), dlock.try_acquire_permit('$p:p', 1, '1 minute'), dlock.try_acquire('$p:w', '1 minute')" >/dev/null
+	AS=$owner q $up6_db "SELECT string_agg(event || ' ' || lock_name || ' ' || coalesce(holder, '-') || ' ' || (fencing_token IS NOT NULL), ', ' ORDER BY id) FROM dlock.audit_log WHERE lock_name IN ('$p:x', '$p:s', '$p:p', '$p:w') AND event IN ('renew', 'renew_refused', 'expire')"
+}
+up5_audit=$(audit_round up5)
+check "negative control: 1.5 audits none of the renewals and expiries checked below (${up5_audit:-none})" test -z "$up5_audit"
+up6_state=$(AS=$owner sqlstate $up6_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+up6_acl=$(q $up6_db "SELECT has_function_privilege('public', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
+		has_function_privilege('regress_sqled_up6', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
+		has_function_privilege('regress_sqled_up6', 'dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval)', 'EXECUTE'),
+		has_function_privilege('public', 'dlock.try_acquire_shared(text, interval, uuid, text, interval, interval, interval)', 'EXECUTE'),
+		(SELECT count(*) FROM pg_proc WHERE pronamespace = 'dlock'::regnamespace AND proname LIKE '\_old\_%')")
+check "ALTER EXTENSION UPDATE from 1.5 to $version ($up6_state) keeps each acquire function's privileges (PUBLIC, a role's grant on try_acquire_all, acquire_permit revoked, try_acquire_shared untouched; old ones left: $up6_acl)" \
+	test "$up6_state $up6_acl" = "ok f|t|f|t|0"
+up6_kept=$(AS=$owner q $up6_db "SELECT dlock.renew('up6:sh', '00000000-0000-0000-0000-0000000000c3', '1 hour') IS NOT NULL")
+check "... and a shared lease held across it renews ($up6_kept, token $up6_sh)" test "$up6_kept" = t
+# with PUBLIC's privileges given back, the surface of a new installation
+AS=$owner q $up6_db "GRANT EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval), dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval) TO PUBLIC" >/dev/null
+check_same_surface_as_new $up6_db up6
+# the 1.6 options: a multi-lock's are given to every name; a shared lease's
+# or permit's are checked as try_acquire's, then refused (0A000) with nothing written
+up6_set=$(AS=$owner q $up6_db "SELECT count(*) FROM dlock.try_acquire_all(ARRAY['up6:a', 'up6:b'], '10 s', max_hold => '20 s', min_hold => '1 s', lock_delay => '3 s')" \
+	"SELECT string_agg(lock_name || ' ' || (hold_limit - acquired_at) || ' ' || (min_hold_until - acquired_at) || ' ' || lock_delay, ', ' ORDER BY lock_name) FROM dlock.distributed_lock WHERE lock_name LIKE 'up6:_'" | tr '\n' ' ')
+check "try_acquire_all's max_hold, min_hold and lock_delay are kept by the lease of every name ($up6_set)" \
+	test "$up6_set" = "2 up6:a 00:00:20 00:00:01 00:00:03, up6:b 00:00:20 00:00:01 00:00:03 "
+up6_all_bad=$(AS=$owner sqlstate $up6_db "SELECT * FROM dlock.acquire_all(ARRAY['up6:c', 'up6:d'], '10 s', '0', min_hold => '1 minute')")
+up6_all_sb=$(AS=$owner sqlstate $up6_db "SELECT * FROM dlock.try_acquire_all(ARRAY['up6:c', 'up6:d'], '10 s', session_bound => true)")
+up6_holder=""
+for call in "dlock.try_acquire_shared('up6:h', '10 s', max_hold => '20 s')" "dlock.acquire_shared('up6:h', '10 s', '0', min_hold => '1 s')" \
+	"dlock.try_acquire_permit('up6:h', 2, '10 s', lock_delay => '1 s')" "dlock.acquire_permit('up6:h', 2, '10 s', '0', max_hold => '10 s')" \
+	"dlock.try_acquire_shared('up6:h', '10 s', max_hold => '0')" "dlock.try_acquire_permit('up6:h', 2, '10 s', min_hold => '11 s')"; do
+	up6_holder+="$(AS=$owner sqlstate $up6_db "SELECT $call") "
+done
+up6_left=$(AS=$owner q $up6_db "SELECT (SELECT count(*) FROM dlock.lock_holder WHERE lock_name LIKE 'up6:_') + (SELECT count(*) FROM dlock.distributed_lock WHERE lock_name IN ('up6:c', 'up6:d', 'up6:h'))")
+check "a multi-lock's option that does not fit refuses the set (22023, 55000 for session_bound: $up6_all_bad $up6_all_sb); a shared lease's or permit's policy is refused (0A000), its bad input as try_acquire's (22023): $up6_holder; nothing left ($up6_left)" \
+	test "$up6_all_bad $up6_all_sb $up6_holder$up6_left" = "22023 55000 0A000 0A000 0A000 0A000 22023 22023 0"
+up6_audit=$(audit_round up6)
+check "renewals of every kind and the expiries of a shared lease and a permit are audited at audit = all ($up6_audit)" \
+	test "$up6_audit" = "renew up6:x writer true, renew up6:s reader true, renew up6:p permit true, renew_refused up6:p - false, expire up6:s reader true, expire up6:p permit true, expire up6:w reader before a writer true"
+q postgres "DROP DATABASE $up6_db" "DROP ROLE regress_sqled_up6" >/dev/null
+
+# psql -f: a 1.5, a 1.4.2, a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
 # their sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-for from in 1.4.2 1.4.1 1.4 1.3 1.2; do
+for from in 1.5 1.4.2 1.4.1 1.4 1.3 1.2; do
 	mkdir -p "$scratch/v$from"
 	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
 	[ $from != 1.2 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
-	case $from in 1.4 | 1.4.1 | 1.4.2) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
-	case $from in 1.4.1 | 1.4.2) cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/" ;; esac
-	[ $from = 1.4.2 ] && cp sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql "$scratch/v$from/"
+	case $from in 1.4 | 1.4.1 | 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
+	case $from in 1.4.1 | 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/" ;; esac
+	case $from in 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql "$scratch/v$from/" ;; esac
+	[ $from = 1.5 ] && cp sql_edition/pg_dlock_sql--1.4.2--1.5.sql "$scratch/v$from/"
 	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
 	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
 	owner_database $up_plain $owner
@@ -262,7 +327,7 @@ for from in 1.4.2 1.4.1 1.4 1.3 1.2; do
 	fi
 	p_nil_after=$(AS=$owner q $up_plain "SELECT dlock.release('up:ex', '$nil')")
 	nil_before_want=22023
-	case $from in 1.4.1 | 1.4.2) nil_before_want=ok ;; esac
+	case $from in 1.4.1 | 1.4.2 | 1.5) nil_before_want=ok ;; esac
 	check "... release with the nil UUID: $nil_before_want in $from, false in $version ($p_nil_before, $p_nil_after)" \
 		test "$p_nil_before $p_nil_after" = "$nil_before_want f"
 	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
@@ -338,8 +403,8 @@ check "the pg_tle script calls pgtle.install_extension(name, version, descriptio
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
 tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2 and 1.5, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2, pg_dlock_sql 1.4.2->1.5 pg_dlock_sql $version "
+check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2, 1.5 and 1.6, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2, pg_dlock_sql 1.4.2->1.5, pg_dlock_sql 1.5->1.6 pg_dlock_sql $version "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -347,7 +412,7 @@ check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2 and
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2 1.4.2--1.5; do
+for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2 1.4.2--1.5 1.5--1.6; do
 	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
 done
 printf "default_version = '%s'\nrelocatable = false\n" "$version" >"$share/pg_dlock_sqled_tle_test.control"
