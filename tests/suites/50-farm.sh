@@ -162,6 +162,16 @@ check "assert_holds passes on the partition dlock.partition_of gives" \
 out=$(psql -X -q -d "$(part "$other")" -c '\set VERBOSITY sqlstate' -c "SELECT dlock.assert_holds('fz', $tok)" 2>&1)
 check "assert_holds on a partition that does not own the name refuses the token (PD002)" grep -q 'ERROR:  PD002' <<<"$out"
 
+# --- the C++ client's own routing (dlock::farm_client, client/tests/farm_test.cpp):
+# straight to the partition of hashtext(name) & 3, where assert_holds passes
+farm_bin=${DLOCK_CLIENT_BUILD:-$root/build/client}/tests/farm_test
+DLOCK_FARM_PARTITIONS="$(part 0);$(part 1);$(part 2);$(part 3)" DLOCK_FARM_PROXY=$PROXY \
+	timeout 60 "$farm_bin" --gtest_color=no >"$scratch/farm_test.out" 2>&1
+status=$?
+[ "$status" = 0 ] || cat "$scratch/farm_test.out"
+check "C++ farm_client: routes as the proxy, its lease is on the partition dlock.partition_of gives, assert_holds passes there ($(grep -c '^\[       OK' "$scratch/farm_test.out") tests, with a control)" \
+	test "$status" = 0 -a "$(grep -c '^\[       OK' "$scratch/farm_test.out")" -ge 5
+
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1
 before=$(q "$PROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0")
