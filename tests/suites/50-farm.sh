@@ -7,7 +7,8 @@
 # issues no token twice and never two live holders (farm/reshard.sh); one
 # partition stopped or killed fails only its own names, a paused one hangs the
 # sessions that call it (a known limit) but no other; the proxy keeps the
-# extension's privileges. Negative controls, each of which its checker must
+# extension's privileges; the C++ client's dlock::farm_client routes a name
+# straight to the partition dlock.partition_of names. Negative controls, each of which its checker must
 # catch: a proxy function without its pinned search_path (pgspot), a proxy
 # function routed to the wrong partition, a name planted on a second
 # partition, a multi-lock sent past the refusal, planted duplicates and
