@@ -386,7 +386,14 @@ outcome release_lease(client_core& core, const std::string& name, const std::str
 
 } // namespace internal
 
-client::client(client_options options) : m_core{std::make_shared<internal::client_core>(std::move(options))} {}
+client::client(client_options options) {
+    // a partition list given to a one-server client would be silently ignored: every name on one server
+    if (!options.partitions.empty())
+        throw invalid_argument_error("client_options::partitions is set: a lock farm's partitions are for "
+                                     "dlock::farm_client (dlock/farm.hpp); dlock::client talks to one server",
+                                     "partitions", "22023");
+    m_core = std::make_shared<internal::client_core>(std::move(options));
+}
 
 client::client(std::string connection_string)
     : client{[&] {

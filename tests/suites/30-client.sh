@@ -10,7 +10,7 @@ passed=0
 failed=0
 
 # DLOCK_CLIENT_SUITES: which ones (45-pgbouncer.sh runs another set).
-for suite in ${DLOCK_CLIENT_SUITES:-client transaction keep_alive outcome election lock_kinds policies listener durability conformance}; do
+for suite in ${DLOCK_CLIENT_SUITES:-hashtext client transaction keep_alive outcome election lock_kinds policies listener durability conformance}; do
 	exe=$bin/${suite}_test
 	if [ ! -x "$exe" ]; then
 		echo "missing $exe (run make client)"
@@ -34,6 +34,18 @@ for suite in ${DLOCK_CLIENT_SUITES:-client transaction keep_alive outcome electi
 	passed=$((passed + p))
 	failed=$((failed + f))
 done
+
+# control: the hash comparison catches a planted off-by-one in the client's
+# hashtext (client/tests/hashtext_test.cpp), which would misroute farm names
+if [ -z "${DLOCK_CLIENT_SUITES:-}" ]; then
+	if [ -x "$bin/hashtext_planted_test" ] && ! "$bin/hashtext_planted_test" --gtest_color=no >/dev/null 2>&1; then
+		echo "ok   control: a planted off-by-one in the client's hashtext is caught"
+		passed=$((passed + 1))
+	else
+		echo "FAIL control: a planted off-by-one in the client's hashtext is caught"
+		failed=$((failed + 1))
+	fi
+fi
 
 if [ -n "${DLOCK_SKIP_INSTALL:-}" ]; then # the second passes (31, 45) test the suites only
 	echo "$passed passed, $failed failed"

@@ -7,7 +7,8 @@
 # issues no token twice and never two live holders (farm/reshard.sh); one
 # partition stopped or killed fails only its own names, a paused one hangs the
 # sessions that call it (a known limit) but no other; the proxy keeps the
-# extension's privileges. Negative controls, each of which its checker must
+# extension's privileges; the C++ client's dlock::farm_client routes a name
+# straight to the partition dlock.partition_of names. Negative controls, each of which its checker must
 # catch: a proxy function without its pinned search_path (pgspot), a proxy
 # function routed to the wrong partition, a name planted on a second
 # partition, a multi-lock sent past the refusal, planted duplicates and
@@ -161,6 +162,16 @@ check "assert_holds passes on the partition dlock.partition_of gives" \
 	psql -X -q -v ON_ERROR_STOP=1 -d "$(q "$PROXY" -c "SELECT dlock.partition_of('fz')") user=postgres" -o /dev/null -c "SELECT dlock.assert_holds('fz', $tok)"
 out=$(psql -X -q -d "$(part "$other")" -c '\set VERBOSITY sqlstate' -c "SELECT dlock.assert_holds('fz', $tok)" 2>&1)
 check "assert_holds on a partition that does not own the name refuses the token (PD002)" grep -q 'ERROR:  PD002' <<<"$out"
+
+# --- the C++ client's own routing (dlock::farm_client, client/tests/farm_test.cpp):
+# straight to the partition of hashtext(name) & 3, where assert_holds passes
+farm_bin=${DLOCK_CLIENT_BUILD:-$root/build/client}/tests/farm_test
+DLOCK_FARM_PARTITIONS="$(part 0);$(part 1);$(part 2);$(part 3)" DLOCK_FARM_PROXY=$PROXY \
+	timeout 60 "$farm_bin" --gtest_color=no >"$scratch/farm_test.out" 2>&1
+status=$?
+[ "$status" = 0 ] || cat "$scratch/farm_test.out"
+check "C++ farm_client: routes as the proxy, its lease is on the partition dlock.partition_of gives, assert_holds passes there ($(grep -c '^\[       OK' "$scratch/farm_test.out") tests, with a control)" \
+	test "$status" = 0 -a "$(grep -c '^\[       OK' "$scratch/farm_test.out")" -ge 5
 
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1

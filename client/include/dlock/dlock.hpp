@@ -4,6 +4,7 @@
 #include "dlock/client.hpp"
 #include "dlock/election.hpp"
 #include "dlock/errors.hpp"
+#include "dlock/farm.hpp"
 #include "dlock/json.hpp"
 #include "dlock/lease.hpp"
 #include "dlock/listener.hpp"

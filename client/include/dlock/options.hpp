@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dlock {
 
@@ -107,6 +108,12 @@ struct client_options {
     /// libpq connection string or URI; empty uses the PG* environment. Multi-host
     /// strings ("host=a,b target_session_attrs=read-write") follow a failover.
     std::string connection_string;
+    /// The partitions of a lock farm (docs/farm.md), as connection strings in
+    /// partition order; read only by dlock::farm_client (dlock/farm.hpp), which
+    /// connects each call to partition hashtext(name) & (N - 1) as the farm's
+    /// proxy routes it. N must be a power of two. dlock::client refuses a
+    /// non-empty list (invalid_argument_error): it talks to one server.
+    std::vector<std::string> partitions;
     /// Text stored with every lease (dlock.locks.holder); empty = "hostname:pid".
     std::string holder;
     /// Allowance for the client clock running faster than the server's (0.01 = 1 %).
