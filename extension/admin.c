@@ -155,9 +155,9 @@ dlock_force_release(PG_FUNCTION_ARGS)
 		dlock_policy_forced(lock_name);
 	}
 	else if (OidIsValid(dlock_catalog()->holder_table) &&
-			 (count = dlock_execute(dlock_catalog()->holder_columns.policies ?
-									&holders_force_release_stmt :
-									&holders_force_release_1_5_stmt, values, NULL, 0)) > 0)
+			 (count = dlock_execute(dlock_holder_statement(&holders_force_release_stmt,
+												   &holders_force_release_1_5_stmt),
+									values, NULL, 0)) > 0)
 	{
 		report_forced(lock_name, reason, count);
 		ended = true;
@@ -382,8 +382,8 @@ dlock_reap(PG_FUNCTION_ARGS)
 			(void) dlock_execute(&floor_compact_stmt, NULL, NULL, 0);
 	}
 	if (OidIsValid(dlock_catalog()->holder_table) &&
-		dlock_execute(dlock_catalog()->holder_columns.policies ? &reap_holder_slots_stmt :
-					  &reap_holder_slots_1_5_stmt, values, NULL, 1) == 1)
+		dlock_execute(dlock_holder_statement(&reap_holder_slots_stmt,
+										   &reap_holder_slots_1_5_stmt), values, NULL, 1) == 1)
 		reaped += DatumGetInt64(dlock_sql_value(0, REAP_HOLDER_SLOTS_COL_REAPED, &isnull));
 	dlock_sql_finish();
 

@@ -64,6 +64,13 @@ typedef struct DlockCatalog
 } DlockCatalog;
 
 extern const DlockCatalog *dlock_catalog(void);
+
+/*
+ * Of the two forms of a statement over dlock.lock_holder, the one for the
+ * installed table: with the lease policies' columns (1.6 on) or without.
+ */
+#define dlock_holder_statement(with_policies, without) \
+	(dlock_catalog()->holder_columns.policies ? (with_policies) : (without))
 extern bool dlock_floor_lock_shared(void);
 extern bool dlock_floor_lock_exclusive(void);
 extern bool dlock_new_name_lock(uint64 hash, bool wait);

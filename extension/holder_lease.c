@@ -126,16 +126,11 @@ PG_FUNCTION_INFO_V1(dlock_resize_semaphore);
  * The lease policies' columns of a slot h, in the statements below that
  * read or write them; a slot of a database not yet updated to 1.6 has none
  * and is read as a slot without policy. Each such statement comes in both
- * forms, and slot_stmt picks the one for the installed table.
+ * forms, and dlock_holder_statement (catalog.h) picks the one for the
+ * installed table.
  */
 #define SLOT_POLICY_COLS "h.hold_limit, h.min_hold_until, h.lock_delay, h.not_before"
 #define SLOT_NO_POLICY_COLS "NULL::timestamptz, NULL::timestamptz, NULL::interval, NULL::timestamptz"
-
-static DlockStatement *
-slot_stmt(DlockStatement *with_policies, DlockStatement *without)
-{
-	return dlock_catalog()->holder_columns.policies ? with_policies : without;
-}
 
 /*
  * A slot as the one policy decision (lease_policy.c) reads it, from row
@@ -629,7 +624,7 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 		Relation	rel;
 
 		values[1] = UUIDPGetDatum(owner);
-		if (dlock_execute(slot_stmt(&holder_own_stmt, &holder_own_1_5_stmt), values, NULL, 1) == 0)
+		if (dlock_execute(dlock_holder_statement(&holder_own_stmt, &holder_own_1_5_stmt), values, NULL, 1) == 0)
 			return false;
 		slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
 		until = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull));
@@ -660,7 +655,7 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 	not_before = ttl_usecs > 0 ? 0 : dlock_policy_released_not_before(&pr, now);
 	values[5] = TimestampTzGetDatum(not_before);
 	nulls[5] = not_before == 0 ? 'n' : ' ';
-	if (dlock_execute(slot_stmt(&holder_change_stmt, &holder_change_1_5_stmt), values, nulls, 0) != 1)
+	if (dlock_execute(dlock_holder_statement(&holder_change_stmt, &holder_change_1_5_stmt), values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot, text_to_cstring(lock_name));
 	*token = DatumGetInt64(dlock_sql_value(0, CHANGED_COL_TOKEN, &isnull));
@@ -1055,7 +1050,7 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 
 	values[0] = PointerGetDatum(args->lock_name);
 	values[1] = TimestampTzGetDatum(now);
-	nrows = dlock_execute(slot_stmt(&name_and_holders_stmt, &name_and_holders_1_5_stmt),
+	nrows = dlock_execute(dlock_holder_statement(&name_and_holders_stmt, &name_and_holders_1_5_stmt),
 						  values, NULL, 0);
 
 	memset(st, 0, sizeof(*st));
@@ -1243,7 +1238,7 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 	nulls[13] = min_hold_until == 0 ? 'n' : ' ';
 	values[14] = IntervalPGetDatum(&lock_delay);
 	nulls[14] = lock_delay.time == 0 ? 'n' : ' ';
-	if (dlock_execute(slot_stmt(&holder_grant_stmt, &holder_grant_1_5_stmt), values, nulls, 0) != 1)
+	if (dlock_execute(dlock_holder_statement(&holder_grant_stmt, &holder_grant_1_5_stmt), values, nulls, 0) != 1)
 		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
 			 slot->slot, text_to_cstring(args->lock_name));
 	/* the expired lease this grant ends, reported once */
