@@ -31,6 +31,8 @@ import json
 import os
 import sys
 
+from semaphore_check import max_overlap
+
 
 def load_jsonl(path):
     out = []
@@ -44,23 +46,6 @@ def load_jsonl(path):
             except ValueError:
                 pass  # a line cut off by a killed worker
     return out
-
-
-def deepest_overlap(writes):
-    """Deepest overlap of the writes' intervals, and the moment it happened."""
-    points = []
-    for w in writes:
-        points.append((w["started"], 1))
-        points.append((w["ended"], -1))
-    # an end and a start at the same microsecond do not overlap
-    points.sort(key=lambda p: (p[0], p[1]))
-    depth = deepest = 0
-    at = None
-    for t, d in points:
-        depth += d
-        if depth > deepest:
-            deepest, at = depth, t
-    return deepest, at
 
 
 def overlapping(a, b):
@@ -96,7 +81,7 @@ def check_kinds(run_dir, history="history"):
 
     # S: the semaphore's writes
     sem = [w for w in writes if w["role"] == "permit"]
-    deepest, at = deepest_overlap(sem)
+    deepest, at = max_overlap(sem)
     if deepest > permits:
         over = [w for w in sem if w["started"] <= at < w["ended"]]
         violations["S"].append(
