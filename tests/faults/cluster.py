@@ -138,8 +138,12 @@ class LocalServer(PgServer):
         lines += [f"{k} = {v}" for k, v in settings.items()]
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write("\n".join(lines) + "\n")
+        self.configure_copy()
         self.chown()
         self.start()
+
+    def configure_copy(self):
+        """What a subclass adds to the copied data directory before the start."""
 
     def chown(self):
         if os.getuid() == 0:

@@ -17,7 +17,6 @@ for 4 s (tcp_user_timeout), so no call waits for TCP's own quarter of an hour.
 """
 
 import os
-import shutil
 import subprocess
 import time
 
@@ -44,18 +43,11 @@ class NetServer(LocalServer):
         return self.topo.ip[self.host]
 
     def start_fresh(self, settings, template):
-        settings = dict(settings, listen_addresses=f"'{self.address}'")
-        self.destroy()
-        os.makedirs(self.dir)
-        shutil.copytree(template.data, self.data, symlinks=True)
+        super().start_fresh(dict(settings, listen_addresses=f"'{self.address}'"), template)
+
+    def configure_copy(self):
         with open(os.path.join(self.data, "pg_hba.conf"), "a") as f:
             f.write(f"host all all {self.address.rsplit('.', 1)[0]}.0/24 trust\n")
-        lines = [f"port = {self.port}", f"unix_socket_directories = '{self.dir}'"]
-        lines += [f"{k} = {v}" for k, v in settings.items()]
-        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
-            f.write("\n".join(lines) + "\n")
-        self.chown()
-        self.start()
 
     def start(self):
         r = subprocess.run(self.topo.exec_args(self.host) + [
