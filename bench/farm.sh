@@ -9,11 +9,13 @@
 # at 1 client (latency per call: the proxy's cost against a direct call) and at
 # 8 clients (pairs per second).
 #
-#   bench/farm.sh [--farm DIR] [--duration S] [--out FILE]
+#   bench/farm.sh [--farm DIR] [--duration S] [--out FILE] [--tsv FILE]
 #
 # --farm uses a farm already up (its DIR/farm.env); otherwise one is set up
-# and removed. Prints a markdown section (also to --out); fails only when a run
-# cannot be made or pgbench reports failed transactions.
+# and removed. Prints a markdown section (also to --out); --tsv appends the
+# figures to a run's TSV (case farm: pairs_per_s, pair_mean_ms), from which
+# bench/render.py puts them in summary.md. Fails only when a run cannot be
+# made or pgbench reports failed transactions.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,12 +24,14 @@ export PG_BINDIR
 farm=
 duration=5
 out=
+tsv=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--farm) farm=$2; shift ;;
 	--duration) duration=$2; shift ;;
 	--out) out=$2; shift ;;
-	*) sed -n '2,17p' "$0" >&2; exit 2 ;;
+	--tsv) tsv=$2; shift ;;
+	*) sed -n '2,18p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -99,3 +103,12 @@ report() {
 }
 report | tee "$work/report.md"
 [ -z "$out" ] || cp "$work/report.md" "$out"
+if [ -n "$tsv" ]; then
+	for row in "single-partition 1 $single1_tps $single1_ms" "proxy 1 $proxy1_tps $proxy1_ms" \
+		"single-partition 8 $single8_tps $single8_ms" "proxy 8 $proxy8_tps $proxy8_ms" \
+		"direct-routing 8 $direct8_tps $direct8_ms"; do
+		read -r system clients tps ms <<<"$row"
+		printf 'farm\t%s\t%s\tpairs_per_s\t%s\nfarm\t%s\t%s\tpair_mean_ms\t%s\n' \
+			"$system" "$clients" "$tps" "$system" "$clients" "$ms"
+	done >>"$tsv"
+fi

@@ -10,9 +10,13 @@ value). The targets and the floors are not in this script: they are the tables
 of docs/performance.md that follow the lines "<!-- targets -->" and
 "<!-- floors -->". A measure there is a TSV cell written case/system/x/metric,
 or a quotient of two sums of cells ("a / b + c"); a goal is "≥ N" or "≤ N" in
-the measure's unit (× for a quotient, % for a share, µs, pairs).
+the measure's unit (× for a quotient, % for a share, µs, pairs). A floor names
+its target by the target's exact name and is judged by that target's goal, so
+that a goal is written once.
 
-Writes OUT_DIR/summary.md (the three tables) and, with gnuplot, the PNG plots
+Writes OUT_DIR/summary.md (the key figures, the farm's figures when the run
+has them, the targets with their verdicts and their floors' verdicts, and the
+floors) and, with gnuplot, the PNG plots
 (uncontended-throughput, uncontended-latency, contended, scale-latency,
 scale-size). --update-doc also replaces the text between "<!-- rendered:
 begin -->" and "<!-- rendered: end -->" in the doc with summary.md.
@@ -147,27 +151,84 @@ def key_figures(data, order):
     return '\n'.join(out)
 
 
-def target_table(data, doc):
-    out = ['| target | measured | goal | verdict |', '|---|---:|---:|---|']
+def targets(doc):
+    """name -> (measure, goal text), in the doc's order."""
+    out = OrderedDict()
     for row in tables(doc, 'targets'):
         name, measure, goal = row[0], row[1], row[2]
-        at_least, g, unit = parse_goal(goal)
-        value = evaluate(data, measure)
-        out.append('| %s | %s | %s | %s |' % (name, fmt(value, unit), goal, verdict(value, at_least, g, unit)))
+        if name in out:
+            raise SystemExit('render.py: target %r is written twice in %s' % (name, doc))
+        parse_goal(goal)
+        out[name] = (measure, goal)
+    return out
+
+
+def floors(doc, goals):
+    """[(target name, floor, floor measure, pg_dlock ÷ floor measure)]; each names a target of the doc."""
+    out = []
+    for row in tables(doc, 'floors'):
+        name, floor, floor_measure, dlock_measure = row[:4]
+        if name not in goals:
+            raise SystemExit('render.py: the floor %r names no target of %s (a floor names its target by its '
+                             'exact name)' % (name, doc))
+        out.append((name, floor, floor_measure, dlock_measure))
+    return out
+
+
+def floor_verdict(data, measure, goal):
+    """Whether a floor, measured in this run, is within its target's goal."""
+    at_least, g, unit = parse_goal(goal)
+    value = evaluate(data, measure)
+    if math.isnan(value):
+        return 'not measured'
+    within = (value >= g) if at_least else (value <= g)
+    return 'yes' if within else '**no**: out of reach here'
+
+
+def farm_figures(data):
+    """The farm case (bench/farm.sh --tsv): pairs/s and mean ms per pair; empty when the run has none."""
+    rows = [('single partition', 'single-partition', 1), ('through the proxy', 'proxy', 1),
+            ('single partition', 'single-partition', 8), ('through the proxy', 'proxy', 8),
+            ('direct routing, 2 clients on each partition', 'direct-routing', 8)]
+    if not any(k[0] == 'farm' for k in data):
+        return ''
+    out = ['| lock farm, 4 partitions on this machine (`bench/farm.sh`) | clients | pairs/s | ms per pair (mean) |',
+           '|---|---:|---:|---:|']
+    for label, system, clients in rows:
+        rate = data.get(('farm', system, clients, 'pairs_per_s'), math.nan)
+        ms = data.get(('farm', system, clients, 'pair_mean_ms'), math.nan)
+        out.append('| %s | %d | %s | %s |' % (label, clients, '–' if math.isnan(rate) else '%.0f' % rate,
+                                              '–' if math.isnan(ms) else '%.3f' % ms))
+    proxy = data.get(('farm', 'proxy', 1, 'pair_mean_ms'), math.nan)
+    single = data.get(('farm', 'single-partition', 1, 'pair_mean_ms'), math.nan)
+    if not math.isnan(proxy) and not math.isnan(single) and single > 0:
+        out += ['', 'The proxy adds %.3f ms to a call at one client (%.2f× a direct pair).'
+                % ((proxy - single) / 2, proxy / single)]
     return '\n'.join(out)
 
 
-def floor_table(data, doc):
+def target_table(data, goals, floor_rows):
+    floor_of = {name: measure for name, _, measure, _ in floor_rows}
+    out = ['| target | measured | goal | verdict | its floor within the goal? |', '|---|---:|---:|---|---|']
+    for name, (measure, goal) in goals.items():
+        at_least, g, unit = parse_goal(goal)
+        value = evaluate(data, measure)
+        floor = '–'
+        if name in floor_of:
+            floor = '%s (%s)' % (floor_verdict(data, floor_of[name], goal), fmt(evaluate(data, floor_of[name]), unit))
+        out.append('| %s | %s | %s | %s | %s |' % (name, fmt(value, unit), goal, verdict(value, at_least, g, unit),
+                                                   floor))
+    return '\n'.join(out)
+
+
+def floor_table(data, goals, floor_rows):
     out = ['| target | floor | floor measured | goal | floor within the goal? | pg_dlock ÷ floor |',
            '|---|---|---:|---:|---|---:|']
-    for row in tables(doc, 'floors'):
-        name, floor, floor_measure, goal, dlock_measure = row[:5]
-        at_least, g, unit = parse_goal(goal)
-        value = evaluate(data, floor_measure)
-        within = (value >= g) if at_least else (value <= g)
+    for name, floor, floor_measure, dlock_measure in floor_rows:
+        goal = goals[name][1]
+        unit = parse_goal(goal)[2]
         out.append('| %s | %s | %s | %s | %s | %s |' % (
-            name, floor, fmt(value, unit), goal,
-            'not measured' if math.isnan(value) else ('yes' if within else '**no**: out of reach here'),
+            name, floor, fmt(evaluate(data, floor_measure), unit), goal, floor_verdict(data, floor_measure, goal),
             fmt(evaluate(data, dlock_measure), '×')))
     return '\n'.join(out)
 
@@ -255,7 +316,11 @@ def main():
     args = parser.parse_args()
 
     data, order = load(args.tsv)
-    summary = '\n\n'.join([key_figures(data, order), target_table(data, args.doc), floor_table(data, args.doc)]) + '\n'
+    goals = targets(args.doc)
+    floor_rows = floors(args.doc, goals)
+    parts = [key_figures(data, order), farm_figures(data), target_table(data, goals, floor_rows),
+             floor_table(data, goals, floor_rows)]
+    summary = '\n\n'.join(p for p in parts if p) + '\n'
     with open(os.path.join(args.out_dir, 'summary.md'), 'w', encoding='utf-8') as f:
         f.write(summary)
     print(summary)

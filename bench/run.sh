@@ -218,7 +218,7 @@ for c in $cases; do
 		continue
 	fi
 	if [ "$c" = farm ]; then
-		"$root/bench/farm.sh" --duration "$duration" --out "$results/farm.md.tmp" ||
+		"$root/bench/farm.sh" --duration "$duration" --out "$results/farm.md.tmp" --tsv "$tsv" ||
 			{ failures=$((failures + 1)); log "farm reported errors"; }
 		continue
 	fi
