@@ -215,7 +215,9 @@ def target_table(data, goals, floor_rows):
         value = evaluate(data, measure)
         floor = '–'
         if name in floor_of:
-            floor = '%s (%s)' % (floor_verdict(data, floor_of[name], goal), fmt(evaluate(data, floor_of[name]), unit))
+            floor = floor_verdict(data, floor_of[name], goal)
+            if floor != 'not measured':
+                floor += ' (%s)' % fmt(evaluate(data, floor_of[name]), unit)
         out.append('| %s | %s | %s | %s | %s |' % (name, fmt(value, unit), goal, verdict(value, at_least, g, unit),
                                                    floor))
     return '\n'.join(out)

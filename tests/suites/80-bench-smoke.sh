@@ -2,10 +2,12 @@
 # Smoke test of the benchmark driver (bench/): every system it compares runs
 # for about a second against the test server and a throwaway redis-server and
 # must produce figures without errors (uncontended pairs, two clients on one
-# name with no overlap in the critical section, renewals). The SQL edition runs
-# in a database of its own on the same server. It measures nothing: speed is
-# for `make bench`. A run against a Redis that is not there must fail, which
-# shows the suite can.
+# name with no overlap in the critical section, renewals), and so must every
+# system of the lock-kinds case. The SQL edition runs in a database of its own
+# on the same server. It measures nothing: speed is for `make bench`. A run
+# against a Redis that is not there must fail, which shows the suite can. The
+# judge of a run, bench/render.py, is given planted figures that meet and miss
+# the targets of docs/performance.md and must say so.
 set -uo pipefail
 
 root=${DLOCK_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -29,9 +31,12 @@ not_ok() {
 }
 # The two editions cannot share a database.
 sql_edition_db=dlock_bench_smoke_sql_edition
+# The lock-kinds case leaves its names and tables behind: a database of its own.
+kinds_db=dlock_bench_smoke_kinds
 finish() {
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $sql_edition_db" >/dev/null 2>&1
+	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $sql_edition_db" -c "DROP DATABASE IF EXISTS $kinds_db" \
+		>/dev/null 2>&1
 	rm -rf "$work"
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
@@ -103,6 +108,97 @@ if [ "$status" -ne 0 ] && grep -q '^FAIL redis:' "$work/absent.log"; then
 else
 	cat "$work/absent.log"
 	not_ok "a system that errors fails the run (exit $status)"
+fi
+
+# The lock-kinds case: every system of it must measure without errors,
+# the permit taken and released in one transaction among them.
+kinds_systems=(dlock-exclusive-8-names dlock-shared-1-name dlock-shared-8-names advisory-shared-1-key
+	dlock-exclusive-4-names dlock-permit-4 dlock-permit-4-one-txn sql-semaphore-4 dlock-exclusive-1-name
+	dlock-multi-4-names)
+if psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $kinds_db" -c "CREATE DATABASE $kinds_db" >"$work/kinds.log" 2>&1 &&
+	psql -X -q -d "$kinds_db" -c 'CREATE EXTENSION pg_dlock' >>"$work/kinds.log" 2>&1 &&
+	"$driver" run lock-kinds --pg "dbname=$kinds_db" --redis "127.0.0.1:$redis_port" --duration 0.2 --warmup 0.05 \
+		--rounds 1 --out "$work/kinds.tsv" >>"$work/kinds.log" 2>&1; then
+	status=0
+else
+	status=1
+fi
+missing=
+for sys in "${kinds_systems[@]}"; do
+	awk -F'\t' -v s="$sys" '$1 == "lock-kinds" && $2 == s && $4 == "pairs_per_s" && $5 > 0 { found = 1 }
+		END { exit !found }' "$work/kinds.tsv" 2>/dev/null || missing="$missing $sys"
+done
+if [ "$status" -eq 0 ] && [ -z "$missing" ] && ! grep -q 'note' "$work/kinds.tsv"; then
+	ok "lock-kinds: every system measures without errors (${#kinds_systems[@]} systems)"
+else
+	cat "$work/kinds.log"
+	grep 'note' "$work/kinds.tsv" 2>/dev/null
+	not_ok "lock-kinds: every system measures without errors (exit $status, missing:${missing:- none})"
+fi
+
+# bench/render.py judges a run by the targets and floors of docs/performance.md.
+# Planted figures, far from every goal: the same targets must be met by one run
+# and missed by the other, a floor past its target's goal said to put the
+# target out of reach, and the farm's figures must reach summary.md.
+planted() { # TSV of lock-kinds, the fenced handoff and its floor, the farm; $1 = meet or miss
+	local f=1
+	[ "$1" = miss ] && f=10
+	printf 'lock-kinds\t%s\t%s\tpairs_per_s\t%s\n' \
+		dlock-exclusive-8-names 8 1000 dlock-shared-1-name 8 $((1000 / f)) \
+		dlock-exclusive-4-names 8 1000 dlock-permit-4 8 $((1000 / f)) sql-semaphore-4 8 100 \
+		dlock-permit-4-one-txn 8 $((1000 / f / f)) dlock-exclusive-1-name 1 1000 dlock-multi-4-names 1 $((1000 / f))
+	printf 'contended\t%s\t8\tcs_per_s\t%s\n' advisory 1000 dlock-fenced $((2000 / f)) \
+		floor-handoff-async $((2000 / f))
+	printf 'farm\t%s\t%s\t%s\t%s\n' single-partition 1 pairs_per_s 2000 single-partition 1 pair_mean_ms 0.5 \
+		proxy 1 pairs_per_s 1000 proxy 1 pair_mean_ms 1.0
+}
+kinds_rows=('lock-kinds: shared pairs/s' 'lock-kinds: semaphore of 4 permits, 8 clients, vs exclusive'
+	'lock-kinds: semaphore of 4 permits, 8 clients, vs the hand-written' 'lock-kinds: a permit taken and released'
+	'lock-kinds: multi-lock of 4 names' 'contended: critical sections/s at 8 clients, fenced grants')
+for run in meet miss; do
+	mkdir -p "$work/render-$run"
+	planted $run >"$work/render-$run.tsv"
+	python3 "$root/bench/render.py" --tsv "$work/render-$run.tsv" --out-dir "$work/render-$run" --no-plots \
+		>"$work/render-$run.log" 2>&1
+done
+want() { # summary.md of a run, the row's start, and the verdict it must have
+	grep -F "| $2" "$work/render-$1/summary.md" 2>/dev/null | head -n 1 | grep -qF "| $3"
+}
+bad=
+for row in "${kinds_rows[@]}"; do
+	want meet "$row" 'met |' || bad="$bad [met: $row]"
+	want miss "$row" '**missed**' || bad="$bad [missed: $row]"
+done
+if [ -z "$bad" ]; then
+	ok "render.py says met and **missed** for planted figures that meet and miss the lock-kinds and fenced-handoff targets"
+else
+	cat "$work"/render-*.log
+	not_ok "render.py judges planted figures:$bad"
+fi
+fenced='contended: critical sections/s at 8 clients, fenced grants vs blocking `pg_advisory_lock`'
+if want meet "$fenced" 'met | yes (2.00×) |' && want miss "$fenced" '**no**: out of reach here (0.20×) |'; then
+	ok "render.py says whether a target's floor is within its goal (yes at 2.00×, out of reach at 0.20×)"
+else
+	grep -F "| $fenced" "$work"/render-*/summary.md
+	not_ok "render.py says whether a target's floor is within its goal"
+fi
+if grep -qF '| through the proxy | 1 | 1000 | 1.000 |' "$work/render-meet/summary.md" &&
+	grep -q 'The proxy adds 0.250 ms to a call at one client (2.00× a direct pair)' "$work/render-meet/summary.md"; then
+	ok "summary.md has the farm's figures and the proxy's cost per call"
+else
+	cat "$work/render-meet/summary.md"
+	not_ok "summary.md has the farm's figures and the proxy's cost per call"
+fi
+# Negative control: a floor that names no target (its goal would be nobody's) is refused.
+sed 's/^| contended: critical sections\/s at 8 clients, fenced grants vs blocking `pg_advisory_lock` | `floor-handoff-async`/| contended: fenced, a name no target has | `floor-handoff-async`/' \
+	"$root/docs/performance.md" >"$work/orphan-floor.md"
+if ! python3 "$root/bench/render.py" --tsv "$work/render-meet.tsv" --doc "$work/orphan-floor.md" \
+	--out-dir "$work/render-meet" --no-plots >"$work/orphan.log" 2>&1 &&
+	grep -q "the floor 'contended: fenced, a name no target has' names no target" "$work/orphan.log"; then
+	ok "render.py refuses a floor that names no target"
+else
+	cat "$work/orphan.log"
+	not_ok "render.py refuses a floor that names no target"
 fi
 
 # The session-handoff case (bench/session_handoff.py): one handoff per system after a SIGKILLed
