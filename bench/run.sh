@@ -31,8 +31,9 @@
 #                happens depends on what else the machine is doing.
 #
 # Writes bench/results/latest.tsv (raw figures) and latest.md (every figure in
-# tables); bench/render.py then writes summary.md (key figures, and the targets
-# and floors of docs/performance.md with their verdicts) and the *.png plots. Prints
+# tables); bench/render.py then writes summary.md (key figures, the farm's
+# figures, and the targets and floors of docs/performance.md with their
+# verdicts) and the *.png plots. Prints
 # the machine first. Benchmarks measure; this script fails only when it cannot
 # run, never because a figure misses its target.
 set -euo pipefail
