@@ -70,8 +70,8 @@ while [ $# -gt 0 ]; do
 	--idle-as-is) hold_idle=0 ;;
 	--no-profile) profile=0 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
-	*) echo "run.sh: unknown option $1" >&2; sed -n '2,29p' "$0" >&2; exit 2 ;;
+	-h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; sed -n '2,31p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
