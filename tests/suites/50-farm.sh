@@ -173,6 +173,64 @@ status=$?
 check "C++ farm_client: routes as the proxy, its lease is on the partition dlock.partition_of gives, assert_holds passes there ($(grep -c '^\[       OK' "$scratch/farm_test.out") tests, with a control)" \
 	test "$status" = 0 -a "$(grep -c '^\[       OK' "$scratch/farm_test.out")" -ge 5
 
+# --- the CLI's routing (dlock --partition CONNINFO ..., docs/cli.md): each name
+# straight to its partition, held there with the token the CLI printed and
+# found there by the proxy; status gathers every partition
+dlock_cli=${DLOCK_CLIENT_BUILD:-$root/build/client}/cli/dlock
+farm_args=(--partition "$(part 0)" --partition "$(part 1)" --partition "$(part 2)" --partition "$(part 3)")
+cli_take() { # PREFIX PARTITION-ARGS...: takes PREFIX1..12 with the CLI, prints "name|owner|token"
+	local prefix=$1 i
+	shift
+	for i in $(seq 1 12); do
+		"$dlock_cli" "$@" acquire --ttl 1m --json "$prefix$i" |
+			python3 -c 'import json, sys; l = json.load(sys.stdin); print(l["lock_name"], l["owner_token"], l["fencing_token"], sep="|")'
+	done
+}
+cli_where() { # FILE of cli_take: names not held on the proxy's partition with the CLI's token, or not renewed through the proxy
+	local name owner token on
+	while IFS='|' read -r name owner token; do
+		on=$(q "$(q "$PROXY" -c "SELECT dlock.partition_of('$name')") user=postgres" \
+			-c "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$name' AND holders > 0")
+		[ "$on" = "$token" ] || echo "not on its partition: $name ($token, there: ${on:-none})"
+		[ "$(q "$PROXY" -c "SELECT dlock.renew('$name', '$owner', '1 min') IS NOT NULL")" = t ] ||
+			echo "the proxy does not find it: $name"
+	done <"$1"
+}
+cli_take cli- "${farm_args[@]}" >"$scratch/cli-taken" 2>&1
+cli_where "$scratch/cli-taken" >"$scratch/cli-where.out" 2>&1
+cat "$scratch/cli-where.out"
+check "dlock --partition: 12 names acquired by the CLI, each held on the partition the proxy routes it to with the CLI's token" \
+	test "$(grep -c '|' "$scratch/cli-taken")" = 12 -a ! -s "$scratch/cli-where.out"
+placement | grep 'cli-' >"$scratch/placement-cli.out"
+cat "$scratch/placement-cli.out"
+check "dlock --partition: no name on a partition that does not own it" test ! -s "$scratch/placement-cli.out"
+check "dlock --partition status gathers all 12 names from every partition" \
+	test "$("$dlock_cli" "${farm_args[@]}" status --prefix cli- --json | grep -c '"lock_name": "cli-')" = 12 -a \
+	"$(q "$PROXY" -c "SELECT count(DISTINCT dlock_farm.partition_number('cli-' || i)) FROM generate_series(1, 12) i")" = 4
+check "dlock --partition status NAME asks the name's partition" \
+	grep -q '^cli-3 ' <<<"$("$dlock_cli" "${farm_args[@]}" status cli-3)"
+IFS='|' read -r name owner token <"$scratch/cli-taken"
+check "dlock --partition release ends the lease on its partition" \
+	"$dlock_cli" "${farm_args[@]}" release "$name" --owner-token "$owner"
+check "dlock --partition run: COMMAND's token passes assert_holds on the partition dlock.partition_of gives" \
+	"$dlock_cli" "${farm_args[@]}" run cli-run -- sh -c "psql -X -q -v ON_ERROR_STOP=1 -o /dev/null -d \"$(q "$PROXY" -c "SELECT dlock.partition_of('cli-run')") user=postgres\" -c \"SELECT dlock.assert_holds('cli-run', \$DLOCK_FENCING_TOKEN)\""
+held_m() { q "$PROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0"; }
+before=$(held_m)
+"$dlock_cli" "${farm_args[@]}" run eq-m1 eq-m2 -- true 2>"$scratch/cli-multi.err"
+status=$?
+grep -q 'more than one partition' "$scratch/cli-multi.err" || cat "$scratch/cli-multi.err"
+check "dlock --partition run of names on two partitions is a usage error (64) that takes nothing" \
+	test "$status" = 64 -a "$(held_m)" = "$before"
+"$dlock_cli" --partition "$(part 0)" --partition "$(part 1)" --partition "$(part 2)" status >/dev/null 2>&1
+check "dlock with 3 partitions is a usage error (64)" test $? = 64
+# control: the same partitions in a wrong order put names where the proxy does not find them
+cli_take cli-w "${farm_args[@]:2:2}" "${farm_args[@]:0:2}" "${farm_args[@]:4}" >"$scratch/cli-wrong" 2>&1
+cli_where "$scratch/cli-wrong" >"$scratch/cli-wrong.out" 2>&1
+placement >"$scratch/placement-cli-wrong.out"
+check "control: a partition list in a wrong order is caught (the lease is not where the proxy looks, and misplaced)" \
+	test -n "$(grep 'not on its partition: cli-w' "$scratch/cli-wrong.out")" -a -n "$(grep 'misplaced cli-w' "$scratch/placement-cli-wrong.out")"
+for i in 0 1 2 3; do q "$(part "$i")" -c "SELECT count(dlock.force_release(lock_name, 'control')) FROM dlock.locks WHERE lock_name LIKE 'cli-%'" -c "SELECT dlock.reap('0')" >/dev/null; done
+
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1
 before=$(q "$PROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0")
