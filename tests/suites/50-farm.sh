@@ -107,9 +107,9 @@ q "$PROXY" -c "CREATE OR REPLACE FUNCTION dlock.renew(lock_name text, owner_toke
 
 # --- a name lives on one partition, the one its hash says; dlock.locks gathers them
 q "$PROXY" -c "SELECT count(dlock.try_acquire('r' || i, '1 min')) FROM generate_series(1, 64) i" >/dev/null
-placement() { # names on a partition other than hashtext & 3, or on more than one
+placement() { # [DATABASE]: names on a partition other than hashtext & 3, or on more than one
 	for i in 0 1 2 3; do
-		q "$(part "$i")" -c "SELECT lock_name, $i, hashtext(lock_name) & 3 FROM dlock.locks"
+		q "$(part "$i" "${1:-dlock}")" -c "SELECT lock_name, $i, hashtext(lock_name) & 3 FROM dlock.locks"
 	done | awk -F'|' '{ n[$1]++ } $2 != $3 { print "misplaced " $1 } END { for (k in n) if (n[k] > 1) print "twice " k }'
 }
 placement >"$scratch/placement.out"
@@ -325,6 +325,57 @@ check "bench/farm.sh gives figures for the proxy and direct routing" \
 	grep -Eq '^\| direct routing, 2 clients on each partition \| 8 \| [1-9][0-9]* \|' "$scratch/bench.out"
 check "bench/farm.sh gives the proxy's cost per call" grep -q '^The proxy adds .* ms per call' "$scratch/bench.out"
 
+# --- a farm of SQL-edition partitions (FARM_EDITION=sql; docs/farm.md): fresh
+# databases sqled in the same 4 clusters, and their own proxy
+for i in 0 1 2 3; do
+	q "$(part "$i" postgres)" -c "CREATE DATABASE sqled" && FARM_EDITION=sql "$root/farm/setup.sh" partition "$(part "$i" sqled)"
+done >"$scratch/sqled-setup.log" 2>&1
+q "host=127.0.0.1 port=$PROXY_PORT user=postgres dbname=postgres" -c "CREATE DATABASE proxy_sqled"
+SQLPROXY="host=127.0.0.1 port=$PROXY_PORT user=postgres dbname=proxy_sqled"
+sqled_parts=()
+for i in 0 1 2 3; do sqled_parts+=("host=127.0.0.1 port=${PART_PORTS[$i]} dbname=sqled connect_timeout=5"); done
+"$root/farm/setup.sh" proxy "$SQLPROXY" "${sqled_parts[@]}" >/dev/null 2>>"$scratch/sqled-setup.log"
+cat "$scratch/sqled-setup.log"
+FARM_EDITION=cpp "$root/farm/setup.sh" partition "$(part 0 sqled)" 2>"$scratch/edition-bad.err"
+check "setup.sh refuses an unknown FARM_EDITION (exit 2, naming it)" test $? = 2 -a -n "$(grep 'FARM_EDITION=cpp' "$scratch/edition-bad.err")"
+check "SQL-edition farm: every partition has pg_dlock_sql and not pg_dlock" \
+	test "$(for i in 0 1 2 3; do q "$(part "$i" sqled)" -c "SELECT string_agg(extname, ',') FROM pg_extension WHERE extname LIKE 'pg_dlock%'"; done | sort -u)" = pg_dlock_sql
+q "$(part 0 postgres)" -c 'CREATE DATABASE direct_sql' && q "$(part 0 direct_sql)" -c 'CREATE EXTENSION pg_dlock_sql'
+psql -X -d "$SQLPROXY" -f "$root/tests/lib/farm_calls.sql" >"$scratch/sqled-proxy.out" 2>&1
+psql -X -d "$(part 0 direct_sql)" -f "$root/tests/lib/farm_calls.sql" >"$scratch/sqled-direct.out" 2>&1
+diff "$scratch/sqled-direct.out" "$scratch/sqled-proxy.out" | head -20
+check "SQL-edition farm: every call through the proxy gives the direct call's result" \
+	diff -q "$scratch/sqled-direct.out" "$scratch/sqled-proxy.out"
+q "$SQLPROXY" -c "SELECT count(dlock.try_acquire('r' || i, '1 min')) FROM generate_series(1, 64) i" >/dev/null
+placement sqled >"$scratch/sqled-placement.out"
+cat "$scratch/sqled-placement.out"
+check "SQL-edition farm: every name on the one partition of hashtext(name) & 3, names on all 4" \
+	test ! -s "$scratch/sqled-placement.out" -a \
+	"$(for i in 0 1 2 3; do q "$(part "$i" sqled)" -c "SELECT count(*) > 0 FROM dlock.locks WHERE lock_name LIKE 'r%'"; done | grep -c t)" = 4
+growing() { # CONNINFO [PLANT]: a name taken and released 3 times each; tokens that did not grow
+	psql -X -q -d "$1" -c "DO \$\$ DECLARE l dlock.lease; prev bigint; bad int := 0; BEGIN
+		FOR i IN 1..8 LOOP
+			prev := 0;
+			FOR j IN 1..3 LOOP
+				l := dlock.try_acquire('tk' || i, '1 min');
+				IF ${2:-false} AND j = 3 THEN l.fencing_token := 1; END IF;
+				IF l.fencing_token IS NULL OR l.fencing_token <= prev THEN bad := bad + 1; END IF;
+				prev := l.fencing_token;
+				PERFORM dlock.release('tk' || i, l.owner_token);
+			END LOOP;
+		END LOOP;
+		RAISE NOTICE 'tokens that did not grow: %', bad; END \$\$" 2>&1 | sed -n 's/^.*NOTICE: *//p'
+}
+check "SQL-edition farm: each name's fencing tokens grow through the proxy" \
+	test "$(growing "$SQLPROXY")" = "tokens that did not grow: 0"
+check "control: a planted token that did not grow is caught" \
+	test "$(growing "$SQLPROXY" true)" = "tokens that did not grow: 8"
+held_sqled() { q "$SQLPROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0"; }
+before=$(held_sqled)
+out=$(psql -X -d "$SQLPROXY" -c '\set VERBOSITY sqlstate' -c "SELECT * FROM dlock.try_acquire_all(ARRAY['eq-m1', 'eq-m2'], '1 min')" 2>&1)
+check "SQL-edition farm: a multi-lock across partitions refused with 0A000, nothing taken" \
+	test -n "$(grep 'ERROR:  0A000' <<<"$out")" -a "$(held_sqled)" = "$before"
+
 # --- failure isolation: one partition stopped, then another killed
 down_check() { # DOWN [ASSUMED]: calls of DOWN's names fail, the others go on
 	local down=$1 assumed=${2:-$1} bad=0 name p out
@@ -345,6 +396,9 @@ down_check 3 >"$scratch/iso-stop.out" 2>&1
 check "partition 3 stopped: only its names fail, with a connection error" test ! -s "$scratch/iso-stop.out"
 down_check 3 2 >"$scratch/iso-control.out" 2>&1
 check "control: the isolation check with the wrong partition down fails" test -s "$scratch/iso-control.out"
+PROXY=$SQLPROXY down_check 3 >"$scratch/iso-sqled.out" 2>&1
+cat "$scratch/iso-sqled.out"
+check "SQL-edition farm, partition 3 stopped: only its names fail, with a connection error" test ! -s "$scratch/iso-sqled.out"
 out=$(psql -X -d "$PROXY" -c '\set VERBOSITY verbose' -c 'SELECT count(*) FROM dlock.locks' 2>&1)
 check "dlock.locks names the partition it cannot reach" grep -q 'could not connect\|Connection refused' <<<"$out"
 "$cluster" restart "$dir/p3" >/dev/null
