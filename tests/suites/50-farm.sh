@@ -352,6 +352,10 @@ cat "$scratch/sqled-placement.out"
 check "SQL-edition farm: every name on the one partition of hashtext(name) & 3, names on all 4" \
 	test ! -s "$scratch/sqled-placement.out" -a \
 	"$(for i in 0 1 2 3; do q "$(part "$i" sqled)" -c "SELECT count(*) > 0 FROM dlock.locks WHERE lock_name LIKE 'r%'"; done | grep -c t)" = 4
+total=0
+for i in 0 1 2 3; do total=$((total + $(q "$(part "$i" sqled)" -c 'SELECT count(*) FROM dlock.locks'))); done
+check "SQL-edition farm: dlock.locks on the proxy gathers every partition's rows ($total)" \
+	test "$(q "$SQLPROXY" -c 'SELECT count(*) FROM dlock.locks')" = "$total" -a "$total" -ge 64
 growing() { # CONNINFO [PLANT]: a name taken and released 3 times each; tokens that did not grow
 	psql -X -q -d "$1" -c "DO \$\$ DECLARE l dlock.lease; prev bigint; bad int := 0; BEGIN
 		FOR i IN 1..8 LOOP
