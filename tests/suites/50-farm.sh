@@ -24,7 +24,10 @@ dir=$DLOCK_SCRATCH/farm
 scratch=$DLOCK_SCRATCH/farm-work
 mkdir -p "$scratch"
 
-cleanup() { "$root/farm/setup.sh" down "$dir" >/dev/null 2>&1; }
+cleanup() {
+	"$root/farm/setup.sh" down "$dir" >/dev/null 2>&1
+	"$root/farm/setup.sh" down "$DLOCK_SCRATCH/farm-mixed" >/dev/null 2>&1
+}
 [ -n "${KEEP:-}" ] || trap cleanup EXIT
 
 q() {
@@ -379,6 +382,28 @@ before=$(held_sqled)
 out=$(psql -X -d "$SQLPROXY" -c '\set VERBOSITY sqlstate' -c "SELECT * FROM dlock.try_acquire_all(ARRAY['eq-m1', 'eq-m2'], '1 min')" 2>&1)
 check "SQL-edition farm: a multi-lock across partitions refused with 0A000, nothing taken" \
 	test -n "$(grep 'ERROR:  0A000' <<<"$out")" -a "$(held_sqled)" = "$before"
+
+# a mixed farm of its own (FARM_EDITION=mixed setup.sh up, 2 partitions): the C
+# extension on p0, the SQL edition on p1, names of both through one proxy
+mixed=$DLOCK_SCRATCH/farm-mixed
+FARM_EDITION=mixed "$root/farm/setup.sh" up "$mixed" 2 >"$scratch/mixed.log" 2>&1 || cat "$scratch/mixed.log"
+mixed_out=$(
+	. "$mixed/farm.env"
+	echo "editions ${PART_EDITIONS[*]}"
+	for i in 0 1; do
+		echo "p$i $(q "host=127.0.0.1 port=${PART_PORTS[$i]} user=postgres dbname=dlock" -c "SELECT extname FROM pg_extension WHERE extname LIKE 'pg_dlock%'")"
+	done
+	q "$PROXY" -c "SELECT count(dlock.try_acquire('mx' || i, '1 min')) FROM generate_series(1, 16) i" >/dev/null
+	for i in 0 1; do
+		q "host=127.0.0.1 port=${PART_PORTS[$i]} user=postgres dbname=dlock" -c "SELECT lock_name, $i, hashtext(lock_name) & 1 FROM dlock.locks"
+	done | awk -F'|' '$2 != $3 { bad++ } { on[$2]++ } END { print "misplaced " bad + 0 " on0 " on[0] + 0 " on1 " on[1] + 0 }'
+)
+"$root/farm/setup.sh" down "$mixed" >/dev/null 2>&1
+echo "$mixed_out"
+check "FARM_EDITION=mixed setup.sh up: pg_dlock on p0, pg_dlock_sql on p1 (farm.env and the databases)" \
+	test "$(grep -c '^editions pg_dlock pg_dlock_sql$\|^p0 pg_dlock$\|^p1 pg_dlock_sql$' <<<"$mixed_out")" = 3
+check "mixed farm: 16 names through one proxy, each on its partition, both partitions used" \
+	grep -Eq '^misplaced 0 on0 [1-9][0-9]* on1 [1-9][0-9]*$' <<<"$mixed_out"
 
 # --- failure isolation: one partition stopped, then another killed
 down_check() { # DOWN [ASSUMED]: calls of DOWN's names fail, the others go on
