@@ -22,6 +22,10 @@
 # Partitions of `up` are database dlock, the proxy database farm, all on
 # 127.0.0.1 as user postgres (scripts/pg-cluster.sh). PG_BINDIR picks the server.
 #
+# FARM_EDITION picks what a partition (`up`, `partition`) gets: c (default) the
+# C extension pg_dlock, sql the SQL edition pg_dlock_sql (make install-sql-edition),
+# mixed (`up` only) the C extension on even partitions, the SQL edition on odd ones.
+#
 # Every partition connection string written (proxy, partitions, up, connstr) gets the
 # libpq options of FARM_LINK_OPTIONS that it does not set itself: they bound a
 # proxy call whose partition the network cut off (docs/farm.md). Default
@@ -69,9 +73,25 @@ server_options() {
 	echo "$out"
 }
 
-make_partition() {
-	sql "$1" <<-'EOF'
-		CREATE EXTENSION IF NOT EXISTS pg_dlock;
+# The extension partition $1 (0, 1, ...) gets by FARM_EDITION.
+edition_of() {
+	case ${FARM_EDITION:-c} in
+	c) echo pg_dlock ;;
+	sql) echo pg_dlock_sql ;;
+	mixed) if [ $(($1 % 2)) = 1 ]; then echo pg_dlock_sql; else echo pg_dlock; fi ;;
+	esac
+}
+case ${FARM_EDITION:-c} in
+c | sql | mixed) ;;
+*)
+	echo "setup.sh: FARM_EDITION=$FARM_EDITION: give c, sql or mixed" >&2
+	exit 2
+	;;
+esac
+
+make_partition() { # CONNINFO EXTENSION
+	sql "$1" -v ext="$2" <<-'EOF'
+		CREATE EXTENSION IF NOT EXISTS :"ext";
 		DO $$ BEGIN
 			IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dlock_farm') THEN
 				CREATE ROLE dlock_farm LOGIN;
@@ -129,10 +149,11 @@ up)
 	"$cluster" start "$dir/proxy" "$proxy_port" "${small[@]}" &
 	pids+=($!)
 	for p in "${pids[@]}"; do wait "$p"; done
-	conns=()
+	conns=() editions=()
 	for i in $(seq 0 $((n - 1))); do
 		sql "host=127.0.0.1 port=${part_ports[$i]} user=postgres dbname=postgres" -c 'CREATE DATABASE dlock'
-		make_partition "host=127.0.0.1 port=${part_ports[$i]} user=postgres dbname=dlock"
+		make_partition "host=127.0.0.1 port=${part_ports[$i]} user=postgres dbname=dlock" "$(edition_of "$i")"
+		editions+=("$(edition_of "$i")")
 		conns+=("$(connstr "${part_ports[$i]}")")
 	done
 	sql "host=127.0.0.1 port=$proxy_port user=postgres dbname=postgres" -c 'CREATE DATABASE farm'
@@ -140,6 +161,7 @@ up)
 	{
 		echo "PROXY_PORT=$proxy_port"
 		echo "PART_PORTS=(${part_ports[*]})"
+		echo "PART_EDITIONS=(${editions[*]})"
 		echo "PROXY='host=127.0.0.1 port=$proxy_port user=postgres dbname=farm'"
 	} >"$dir/farm.env"
 	cat "$dir/farm.env"
@@ -152,7 +174,8 @@ down)
 	rm -rf "$dir"
 	;;
 partition)
-	make_partition "${2:?CONNINFO required}"
+	[ "${FARM_EDITION:-c}" != mixed ] || { echo "setup.sh partition: FARM_EDITION=mixed is for up; give c or sql" >&2; exit 2; }
+	make_partition "${2:?CONNINFO required}" "$(edition_of 0)"
 	;;
 proxy)
 	conninfo=${2:?CONNINFO required}
@@ -168,7 +191,7 @@ connstr)
 	with_link_options "${2:?PART_CONNSTR required}"
 	;;
 *)
-	sed -n '2,29p' "$0" >&2
+	sed -n '2,33p' "$0" >&2
 	exit 2
 	;;
 esac

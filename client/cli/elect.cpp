@@ -109,6 +109,12 @@ bool election_commands::takes_command() const {
     return m_elect->parsed();
 }
 
+std::vector<std::string> election_commands::names() const {
+    if (m_watch->parsed()) return m_watch_names;
+    if (m_elect->parsed()) return {m_elect_name};
+    return {};
+}
+
 std::optional<int> election_commands::run(const dlock::client_options& options,
                                           const std::vector<std::string>& command) {
     if (m_watch->parsed()) return watch_events(options.connection_string, m_watch_names, m_watch_json, m_watch_count);

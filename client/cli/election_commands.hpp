@@ -18,6 +18,9 @@ public:
     explicit election_commands(CLI::App& app);
     /// True when the parsed subcommand takes "-- COMMAND" (elect).
     [[nodiscard]] bool takes_command() const;
+    /// The lock names of the parsed subcommand (none when it is not one of these),
+    /// for routing to a farm's partition.
+    [[nodiscard]] std::vector<std::string> names() const;
     /// Runs the parsed subcommand, if it is one of these; returns its exit status.
     [[nodiscard]] std::optional<int> run(const dlock::client_options& options, const std::vector<std::string>& command);
 

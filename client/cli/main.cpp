@@ -14,6 +14,8 @@
 #include <thread>
 #include <tuple>
 
+#include <dlock/farm.hpp>
+
 #include <dlock/json.hpp>
 
 #include "cli.hpp"
@@ -76,25 +78,58 @@ struct status_query {
     bool json = false;
 };
 
-/// Prints dlock.locks as a table or as JSON; true when it found a row.
-bool print_status(pqxx::connection& conn, const status_query& q) {
+/// The rows of dlock.locks that `dlock status` shows, in its order.
+pqxx::result status_rows(pqxx::connection& conn, const status_query& q) {
     pqxx::nontransaction tx{conn};
-    const pqxx::result r =
-        // kind, holders and waiters are read through to_jsonb so an older server (without
-        // them) works too; waiters is NULL when pg_dlock is not preloaded
-        tx.exec_params("SELECT lock_name, state, holder, fencing_token,"
-                       " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
-                       " renewals, acquisitions, takeovers,"
-                       " coalesce(to_jsonb(l) ->> 'kind', 'exclusive'),"
-                       " coalesce((to_jsonb(l) ->> 'holders')::int, (state = 'held')::int),"
-                       " (to_jsonb(l) ->> 'waiters')::int AS waiters"
-                       " FROM dlock.locks l"
-                       " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
-                       " AND ($3 OR $1 <> '' OR state <> 'free' OR coalesce((to_jsonb(l) ->> 'waiters')::int, 0) > 0)"
-                       " ORDER BY CASE WHEN $4 = 'waiters' THEN coalesce((to_jsonb(l) ->> 'waiters')::int, -1) END"
-                       " DESC NULLS LAST,"
-                       " CASE WHEN $4 = 'held-for' THEN held_for END DESC NULLS LAST, lock_name",
-                       q.name, q.prefix, q.all, q.sort);
+    // kind, holders and waiters are read through to_jsonb so an older server (without
+    // them) works too; waiters is NULL when pg_dlock is not preloaded
+    return tx.exec_params("SELECT lock_name, state, holder, fencing_token,"
+                          " extract(epoch FROM held_for)::float8, extract(epoch FROM expires_in)::float8,"
+                          " renewals, acquisitions, takeovers,"
+                          " coalesce(to_jsonb(l) ->> 'kind', 'exclusive'),"
+                          " coalesce((to_jsonb(l) ->> 'holders')::int, (state = 'held')::int),"
+                          " (to_jsonb(l) ->> 'waiters')::int AS waiters"
+                          " FROM dlock.locks l"
+                          " WHERE ($1 = '' OR lock_name = $1) AND ($2 = '' OR starts_with(lock_name, $2))"
+                          " AND ($3 OR $1 <> '' OR state <> 'free' OR coalesce((to_jsonb(l) ->> 'waiters')::int, 0) > 0)"
+                          " ORDER BY CASE WHEN $4 = 'waiters' THEN coalesce((to_jsonb(l) ->> 'waiters')::int, -1) END"
+                          " DESC NULLS LAST,"
+                          " CASE WHEN $4 = 'held-for' THEN held_for END DESC NULLS LAST, lock_name",
+                          q.name, q.prefix, q.all, q.sort);
+}
+
+/// The order of status_rows for rows gathered from several partitions: the
+/// same keys, names compared byte by byte (each server sorts by its collation).
+bool status_before(const pqxx::row& a, const pqxx::row& b, const std::string& sort) {
+    const auto desc_nulls_last = [](const pqxx::field& x, const pqxx::field& y) -> int {
+        if (x.is_null() || y.is_null()) return x.is_null() == y.is_null() ? 0 : (x.is_null() ? 1 : -1);
+        const double dx = x.as<double>(), dy = y.as<double>();
+        return dx == dy ? 0 : (dx > dy ? -1 : 1);
+    };
+    int c = 0;
+    if (sort == "waiters") {
+        const auto w = [](const pqxx::field& f) { return f.is_null() ? -1 : f.as<int>(); };
+        c = w(a[11]) == w(b[11]) ? 0 : (w(a[11]) > w(b[11]) ? -1 : 1);
+    } else if (sort == "held-for") {
+        c = desc_nulls_last(a[4], b[4]);
+    }
+    if (c != 0) return c < 0;
+    return field_text(a[0]) < field_text(b[0]);
+}
+
+/// Prints dlock.locks of every connection (a farm's partitions) as one table
+/// or JSON array; true when it found a row.
+bool print_status(std::vector<std::unique_ptr<pqxx::connection>>& conns, const status_query& q) {
+    std::vector<pqxx::result> results;
+    std::vector<pqxx::row> r;
+    for (auto& conn : conns) {
+        results.push_back(status_rows(*conn, q));
+        for (const auto& row : results.back())
+            r.push_back(row);
+    }
+    if (conns.size() > 1)
+        std::stable_sort(r.begin(), r.end(),
+                         [&q](const pqxx::row& a, const pqxx::row& b) { return status_before(a, b, q.sort); });
     const auto or_null = [](const pqxx::field& f) { return f.is_null() ? std::string{"null"} : field_text(f); };
     if (q.json) {
         std::cout << "[";
@@ -142,18 +177,23 @@ bool print_status(pqxx::connection& conn, const status_query& q) {
     return !r.empty();
 }
 
-/// `dlock status`: once, or with watch > 0 again every watch on one connection,
-/// the screen cleared first, as top does, until interrupted.
-int show_status(const std::string& dsn, const status_query& q, std::chrono::milliseconds watch) {
-    std::unique_ptr<pqxx::connection> conn;
-    try {
-        conn = std::make_unique<pqxx::connection>(dsn);
-    } catch (const std::exception& e) {
-        std::cerr << "dlock: could not connect: " << e.what();
-        return exit_code::unavailable;
+/// `dlock status`: once, or with watch > 0 again every watch on the same
+/// connections, the screen cleared first, as top does, until interrupted. With
+/// several connection strings (a farm's partitions) their rows are shown as one.
+int show_status(const std::vector<std::string>& dsns, const status_query& q, std::chrono::milliseconds watch) {
+    std::vector<std::unique_ptr<pqxx::connection>> conns;
+    for (const auto& dsn : dsns) {
+        try {
+            conns.push_back(std::make_unique<pqxx::connection>(dsn));
+        } catch (const std::exception& e) {
+            std::cerr << "dlock: could not connect";
+            if (dsns.size() > 1) std::cerr << " to partition " << conns.size();
+            std::cerr << ": " << e.what();
+            return exit_code::unavailable;
+        }
     }
     if (watch.count() <= 0) {
-        if (!print_status(*conn, q) && (!q.name.empty() || !q.prefix.empty())) std::cerr << "dlock: no such lock\n";
+        if (!print_status(conns, q) && (!q.name.empty() || !q.prefix.empty())) std::cerr << "dlock: no such lock\n";
         return exit_code::ok;
     }
     for (;;) {
@@ -162,7 +202,7 @@ int show_status(const std::string& dsn, const status_query& q, std::chrono::mill
         std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
         std::cout << "\033[H\033[2J" << "every " << format_duration(watch) << ": dlock status"
                   << (q.sort == "name" ? "" : " --sort " + q.sort) << "    " << stamp << "\n\n";
-        print_status(*conn, q);
+        print_status(conns, q);
         std::cout << std::flush;
         std::this_thread::sleep_for(watch);
     }
@@ -174,20 +214,35 @@ struct connection_args {
     std::string wait_mode = "auto";
     std::string pooling = "detect";
     std::string durability = "durable";
+    std::vector<std::string> partitions; // --partition: a lock farm's, in its order
 };
 
-dlock::client_options client_options_of(const connection_args& c) {
+/// The client's options for calls on these names. With --partition, the
+/// connection string is that of the one partition that owns them all, by the
+/// farm's rule (dlock::farm_client, docs/farm.md); names of several partitions
+/// or a partition count that is not a power of two are usage errors.
+dlock::client_options client_options_of(const connection_args& c, const std::vector<std::string>& names = {}) {
     dlock::client_options o;
     o.connection_string = c.dsn;
     o.call_timeout = parse_duration(c.timeout, "--timeout");
     o.wait_mode = parse_wait_mode(c.wait_mode);
     o.pooling = parse_pooling(c.pooling);
     o.durability = parse_durability(c.durability);
+    if (!c.partitions.empty()) {
+        dlock::client_options farm_options;
+        farm_options.partitions = c.partitions;
+        try {
+            const dlock::farm_client farm{farm_options};
+            o.connection_string = c.partitions[farm.partition_of_all(names)];
+        } catch (const dlock::invalid_argument_error& e) {
+            throw usage_error{std::string{"--partition: "} + e.what()};
+        }
+    }
     return o;
 }
 
-dlock::client make_client(const connection_args& c) {
-    return dlock::client{client_options_of(c)};
+dlock::client make_client(const connection_args& c, const std::vector<std::string>& names) {
+    return dlock::client{client_options_of(c, names)};
 }
 
 } // namespace
@@ -210,16 +265,23 @@ int main(int argc, char** argv) {
     CLI::App app{"dlock: distributed locks on PostgreSQL (pg_dlock) from the shell", "dlock"};
     app.set_version_flag("--version", std::string{"dlock "} + DLOCK_VERSION + " (pg_dlock client, libpqxx " + PQXX_VERSION + ")");
     app.require_subcommand(1);
-    app.fallthrough(); // --dsn, --timeout, --wait-mode, --pooling, --durability also after the subcommand
+    app.fallthrough(); // --dsn, --partition, --timeout, --wait-mode, --pooling, --durability also after the subcommand
     app.footer(std::string{"Examples:\n"
                            "  dlock run nightly-report -- /usr/local/bin/report --all\n"
                            "  dlock status --prefix settlement:\n"
                            "  dlock force-release nightly-report --reason \"host-3 hung\"\n\n"
-                           "Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...).\n\n"} +
+                           "Connection: --dsn, or the PG* environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...);\n"
+                           "a lock farm: --partition CONNINFO once for each of its partitions, in order.\n\n"} +
                exit_status_help);
     connection_args conn;
     std::string& dsn = conn.dsn;
-    app.add_option("--dsn", dsn, "libpq connection string or URI (default: PG* environment)");
+    auto* dsn_opt = app.add_option("--dsn", dsn, "libpq connection string or URI (default: PG* environment)");
+    app.add_option("--partition", conn.partitions,
+                   "a partition of a lock farm (docs/farm.md), once for each in the farm's order (a power of two "
+                   "of them): each command goes straight to the partition that owns its names, as the farm's "
+                   "proxy routes them; status without NAME gathers every partition")
+        ->excludes(dsn_opt)
+        ->allow_extra_args(false);
     app.add_option("--timeout", conn.timeout,
                    "bound of each call to the server (statement timeout; a --wait adds to it)")
         ->capture_default_str();
@@ -383,16 +445,18 @@ Examples:
     }
 
     try {
-        if (const auto status = election.run(client_options_of(conn), command)) return *status;
+        if (const auto status = election.run(client_options_of(conn, election.names()), command)) return *status;
         if (run->parsed()) {
-            auto client = make_client(conn);
+            auto client = make_client(conn, ra.names);
             return run_under_lease(client, ra);
         }
         if (status->parsed()) {
             std::chrono::milliseconds watch{0};
             if (status->count("--watch") > 0)
                 watch = parse_duration(status_watch.empty() ? std::string{"2s"} : status_watch, "--watch");
-            return show_status(dsn, sq, watch);
+            if (conn.partitions.empty()) return show_status({dsn}, sq, watch);
+            if (sq.name.empty()) return show_status(conn.partitions, sq, watch);
+            return show_status({client_options_of(conn, {sq.name}).connection_string}, sq, watch);
         }
         if (acquire->parsed()) {
             check_lock_name(acq_name);
@@ -400,7 +464,7 @@ Examples:
             o.ttl = parse_duration(acq_ttl, "--ttl");
             o.holder = acq_holder;
             o.keep_alive = false;
-            auto client = make_client(conn);
+            auto client = make_client(conn, {acq_name});
             std::optional<dlock::lease> l;
             try {
                 if (!acq_wait.empty())
@@ -423,7 +487,7 @@ Examples:
             if (owner.empty() && std::getenv("DLOCK_OWNER_TOKEN") != nullptr) owner = std::getenv("DLOCK_OWNER_TOKEN");
             check_lock_name(name);
             check_owner_token(owner);
-            auto client = make_client(conn);
+            auto client = make_client(conn, {name});
             if (renew->parsed()) {
                 const auto g = client.renew(name, owner, parse_duration(ren_ttl, "--ttl"));
                 if (!g) {
@@ -445,7 +509,7 @@ Examples:
         }
         if (force->parsed()) {
             check_lock_name(fr_name);
-            auto client = make_client(conn);
+            auto client = make_client(conn, {fr_name});
             if (!client.force_release(fr_name, fr_reason)) {
                 std::cerr << "dlock: " << fr_name << " was not held\n";
                 return exit_code::not_held;

@@ -49,9 +49,9 @@ client& farm_client::client_for(std::string_view lock_name) {
     return m_clients[partition_of(lock_name)];
 }
 
-client& farm_client::client_for_all(const std::vector<std::string>& lock_names) {
+std::size_t farm_client::partition_of_all(const std::vector<std::string>& lock_names) const {
     // the rule is the proxy's (dlock_farm.partition_of_all): one transaction, one partition
-    if (lock_names.empty()) return m_clients[0];
+    if (lock_names.empty()) return 0;
     const std::size_t first = partition_of(lock_names.front());
     for (const std::string& name : lock_names) {
         const std::size_t part = partition_of(name);
@@ -63,7 +63,7 @@ client& farm_client::client_for_all(const std::vector<std::string>& lock_names) 
                                              "fixed order",
                                          name, "0A000");
     }
-    return m_clients[first];
+    return first;
 }
 
 std::optional<lease> farm_client::try_acquire(std::string_view lock_name, const lease_options& options) {
@@ -108,12 +108,12 @@ bool farm_client::force_release(std::string_view lock_name, std::string_view rea
 
 std::optional<std::vector<lease>> farm_client::try_acquire_all(const std::vector<std::string>& lock_names,
                                                                const lease_options& options) {
-    return client_for_all(lock_names).try_acquire_all(lock_names, options);
+    return m_clients[partition_of_all(lock_names)].try_acquire_all(lock_names, options);
 }
 
 std::vector<lease> farm_client::acquire_all(const std::vector<std::string>& lock_names,
                                             std::chrono::milliseconds wait, const lease_options& options) {
-    return client_for_all(lock_names).acquire_all(lock_names, wait, options);
+    return m_clients[partition_of_all(lock_names)].acquire_all(lock_names, wait, options);
 }
 
 } // namespace dlock

@@ -2,7 +2,7 @@
 
 Each scenario builds its own hosts (tests/faults/netns.py): the primary, two
 client hosts (clienta, clientb) and, for the PgBouncer scenario, a pooler
-host, each a network namespace with its own address on one bridge. The
+host, for the standby scenario a streaming standby's host, each a network namespace with its own address on one bridge. The
 primary's PostgreSQL runs on its host (`ip netns exec NS runuser -u postgres
 -- pg_ctl ...`) and listens on the host's address only; the workers run on
 the client hosts and reach it over TCP through the bridge, the harness
@@ -46,8 +46,9 @@ class NetServer(LocalServer):
         super().start_fresh(dict(settings, listen_addresses=f"'{self.address}'"), template)
 
     def configure_copy(self):
+        subnet = f"{self.address.rsplit('.', 1)[0]}.0/24"
         with open(os.path.join(self.data, "pg_hba.conf"), "a") as f:
-            f.write(f"host all all {self.address.rsplit('.', 1)[0]}.0/24 trust\n")
+            f.write(f"host all all {subnet} trust\nhost replication all {subnet} trust\n")
 
     def start(self):
         r = subprocess.run(self.topo.exec_args(self.host) + [
@@ -78,6 +79,44 @@ def net_setup(run, hosts=("primary", "clienta", "clientb")):
     run.current = run.primary
     run.event("topology", None, hosts={h: topo.ip[h] for h in topo.names}, tag=topo.tag)
     return topo
+
+
+def start_net_standby(run, host="standby"):
+    """An asynchronous streaming standby of the primary on its own host: cloned
+    over the network (pg_basebackup from the standby's host), streaming from the
+    primary's address with the TCP bounds of the workers and short replication
+    timeouts, so that a cut is noticed within a few seconds and a healed link is
+    used again within one."""
+    topo, primary = run.net, run.primary
+    sb = NetServer(primary.dir + "-standby", run.port_standby, topo, host, db="faults")
+    sb.destroy()
+    run.servers.append(sb)
+    os.makedirs(sb.dir)
+    sb.chown()
+    r = subprocess.run(topo.exec_args(host) + [
+        "runuser", "-u", "postgres", "--", os.path.join(PG_BINDIR, "pg_basebackup"), "-h", primary.address,
+        "-p", str(primary.port), "-U", "postgres", "-D", sb.data, "-R", "-X", "stream", "--no-sync",
+        "-c", "fast"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"pg_basebackup on {host} failed: {r.stderr}")
+    with open(os.path.join(sb.data, "postgresql.conf"), "a") as f:
+        f.write(f"port = {sb.port}\nunix_socket_directories = '{sb.dir}'\nlisten_addresses = '{sb.address}'\n"
+                "wal_receiver_timeout = '2s'\nwal_retrieve_retry_interval = '500ms'\nhot_standby = on\n")
+    # postgresql.auto.conf (pg_basebackup -R) wins over postgresql.conf; its last line wins
+    with open(os.path.join(sb.data, "postgresql.auto.conf"), "a") as f:
+        f.write(f"primary_conninfo = 'host={primary.address} port={primary.port} user=postgres "
+                f"application_name=faults_standby connect_timeout=2 {TCP_BOUNDS}'\n")
+    sb.chown()
+    sb.start()
+    run.standby = sb
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if primary.psql_try("SELECT state FROM pg_stat_replication WHERE application_name = 'faults_standby'",
+                            db="postgres") == "streaming":
+            run.event("standby", None, host=host, address=sb.address)
+            return sb
+        time.sleep(0.2)
+    raise RuntimeError(f"the standby on {host} did not start streaming{sb.log_tail()}")
 
 
 def net_conninfo(run, host="primary", port=None):
@@ -117,9 +156,11 @@ def wait_for_cut_side_holder(run, seconds):
     return None
 
 
-def s_net_cut(run):
-    """N-a. clienta is cut off from the primary (both ways) for 2-3 ttl while one of
-    its workers holds a lease; clientb's workers take over; then the link heals."""
+def client_link_faults(run, fault, apply, clear, **extra):
+    """While time allows: once a worker on clienta holds a lease, apply(topo) to
+    the clienta-primary link for 2-3 ttl, then clear(topo) (its result: fields of
+    the fault_end event), then 1.5 ttl to recover. clienta's workers hold
+    keep-alive leases when the scenario says keep_alive."""
     topo = net_setup(run)
     run.start_primary()
     start_net_workload(run, keep_alive_cut_side=run.sc.get("keep_alive", False))
@@ -127,14 +168,23 @@ def s_net_cut(run):
     while run.fault_window():
         lock = wait_for_cut_side_holder(run, run.ttl_ms / 1000.0)
         seconds = run.rng.uniform(2.0, 3.0) * run.ttl_ms / 1000.0
-        topo.cut("clienta", "primary")
-        run.fault_start("net cut", None, hosts="clienta-primary", holder_lock=lock,
-                        seconds=round(seconds, 2))
+        apply(topo)
+        run.fault_start(fault, None, hosts="clienta-primary", holder_lock=lock,
+                        seconds=round(seconds, 2), **extra)
         time.sleep(seconds)
+        run.fault_end(fault, None, hosts="clienta-primary", **clear(topo))
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+
+
+def s_net_cut(run):
+    """N-a. clienta is cut off from the primary (both ways) for 2-3 ttl while one of
+    its workers holds a lease; clientb's workers take over; then the link heals."""
+    def heal(topo):
         dropped = topo.drops()
         topo.heal()
-        run.fault_end("net cut", None, hosts="clienta-primary", dropped=dropped)
-        run.sleep(1.5 * run.ttl_ms / 1000.0)
+        return {"dropped": dropped}
+
+    client_link_faults(run, "net cut", lambda topo: topo.cut("clienta", "primary"), heal)
 
 
 def s_net_one_way(run):
@@ -202,6 +252,20 @@ def s_net_loss(run):
         run.sleep(1.5 * run.ttl_ms / 1000.0)
 
 
+def s_net_congested(run):
+    """N-g. clienta's link to the primary is congested for 2-3 ttl while one of its
+    workers holds a keep-alive lease: every packet clienta sends waits about one
+    ttl in a full queue (netns.congest: tbf and a filler stream; this kernel has
+    no netem), so renewals arrive late or not at all; then the link clears."""
+    def clear(topo):
+        dropped = topo.queue_drops("clienta")
+        topo.uncongest("clienta")
+        return {"queue_dropped": dropped}
+
+    client_link_faults(run, "congested link", lambda topo: topo.congest("clienta", "primary", run.ttl_ms),
+                       clear, queue_ms=run.ttl_ms)
+
+
 def s_net_pooler_cut(run):
     """N-e. clienta's workers go through PgBouncer on a host of its own (transaction
     pooling), clientb's straight to the primary; the pooler's host is cut off
@@ -228,6 +292,90 @@ def s_net_pooler_cut(run):
         run.sleep(1.5 * run.ttl_ms / 1000.0)
 
 
+def replay_behind(standby, lsn):
+    """Bytes of WAL up to lsn the standby has not replayed (None: no answer)."""
+    got = standby.psql_try(f"SELECT pg_wal_lsn_diff('{lsn}', pg_last_wal_replay_lsn())", db="postgres")
+    return None if got in (None, "") else max(0, int(float(got)))
+
+
+def caught_up(standby, lsn, bound):
+    """Seconds until the standby has replayed up to lsn, or None after bound seconds."""
+    start = time.monotonic()
+    while time.monotonic() - start < bound:
+        if replay_behind(standby, lsn) == 0:
+            return time.monotonic() - start
+        time.sleep(0.1)
+    return None
+
+
+def tokens(server):
+    """lock name -> fencing token of the last grant, as server sees it (None: no answer)."""
+    out = server.psql_try("SELECT lock_name || ' ' || fencing_token FROM dlock.locks "
+                          "WHERE fencing_token IS NOT NULL")
+    if out is None:
+        return None
+    return {lock: int(tok) for lock, _, tok in (line.partition(" ") for line in out.splitlines())}
+
+
+def s_net_standby_cut(run):
+    """N-f. The standby, on its own host, is cut off from the primary (both ways)
+    for 2-3 ttl while the clients keep taking leases on the primary; then the link
+    heals. The standby must catch up: within STANDBY_CATCH_UP seconds of the heal
+    it has replayed all the WAL the primary had written at the heal, and every
+    lock's fencing token there is at least the primary's at the heal. Each cut
+    must have left the standby behind (else the cut cut nothing), the catch-up
+    check must fail on a standby still cut off (its control, at the end), and the
+    clients' histories pass the usual checks."""
+    topo = net_setup(run, ("primary", "standby", "clienta", "clientb"))
+    run.start_primary()
+    standby = start_net_standby(run)
+    start_net_workload(run)
+    run.sleep(1.0)
+    behind_at_heal = []
+    while run.fault_window():
+        seconds = run.rng.uniform(2.0, 3.0) * run.ttl_ms / 1000.0
+        topo.cut("standby", "primary")
+        run.fault_start("standby cut", None, hosts="standby-primary", seconds=round(seconds, 2))
+        time.sleep(seconds)
+        # what the primary had at the heal, the standby must reach
+        lsn = run.primary.psql("SELECT pg_current_wal_lsn()", db="postgres")
+        at_heal = tokens(run.primary) or {}
+        behind = replay_behind(standby, lsn)
+        dropped = topo.drops()
+        topo.heal()
+        caught = caught_up(standby, lsn, STANDBY_CATCH_UP)
+        if caught is None:
+            raise RuntimeError(f"the standby did not replay the primary's WAL up to {lsn} within "
+                               f"{STANDBY_CATCH_UP} s of the heal{standby.log_tail(5)}")
+        there = tokens(standby)
+        if there is None:
+            raise RuntimeError("the standby does not answer dlock.locks after the heal")
+        lower = {lock: (tok, there.get(lock)) for lock, tok in at_heal.items() if (there.get(lock) or 0) < tok}
+        if lower:
+            raise RuntimeError(f"tokens on the standby lower than the primary's at the heal: {lower}")
+        behind_at_heal.append(behind)
+        run.fault_end("standby cut", None, hosts="standby-primary", dropped=dropped,
+                      behind_bytes=behind, caught_up_s=round(caught, 2), tokens_checked=len(at_heal))
+        run.sleep(1.5 * run.ttl_ms / 1000.0)
+    if not any(b for b in behind_at_heal if b):
+        raise RuntimeError(f"no cut left the standby behind (bytes at each heal: {behind_at_heal}): "
+                           "the cut did not cut the replication")
+    # control: the catch-up check fails on a standby still cut off
+    topo.cut("standby", "primary")
+    time.sleep(1.0)
+    lsn = run.primary.psql("SELECT pg_current_wal_lsn()", db="postgres")
+    control = caught_up(standby, lsn, 2.0)
+    topo.heal()
+    run.event("control", None, what="catch-up check on a standby still cut off", caught_up_s=control)
+    if control is not None:
+        raise RuntimeError("control: the catch-up check passed on a standby that was still cut off")
+
+
+# A healed link: the walreceiver retries every 500 ms (wal_retrieve_retry_interval)
+# once its dead connection is given up (wal_receiver_timeout 2 s, tcp_user_timeout 4 s).
+STANDBY_CATCH_UP = 15
+
+
 NO_FENCING = {"fencing": False, "negative_control": True, "expect_violations": ["1", "2"],
               "standard_expect_violations": True}
 
@@ -248,12 +396,21 @@ NET_SCENARIOS = [
     {"name": "net5-pooler-cut", "network": True,
      "title": "PgBouncer's host cut off from the primary 2-3 ttl (netns), its clients on another host",
      "run": s_net_pooler_cut},
+    {"name": "net6-standby-cut", "network": True,
+     "title": "standby host cut off from the primary 2-3 ttl (netns): replay catches up, tokens kept",
+     "run": s_net_standby_cut},
+    {"name": "net7-congested", "network": True,
+     "title": "client host's link congested 2-3 ttl: a queue of one ttl (tbf, netns), keep-alive leases",
+     "run": s_net_congested, "keep_alive": True, "checks": {"client_deadline": True}},
     {"name": "Nnet1-cut-no-fencing", "network": True, "quick": True,
      "title": "negative control: client host cut off, fencing off", "run": s_net_cut, **NO_FENCING},
     {"name": "Nnet2-one-way-no-fencing", "network": True,
      "title": "negative control: asymmetric link, fencing off", "run": s_net_one_way, **NO_FENCING},
     {"name": "Nnet3-flapping-no-fencing", "network": True,
      "title": "negative control: flapping link, fencing off", "run": s_net_flap, **NO_FENCING},
+    {"name": "Nnet7-congested-no-fencing", "network": True,
+     "title": "negative control: client host's link congested, fencing off", "run": s_net_congested,
+     **NO_FENCING},
     {"name": "Nnet5-pooler-cut-no-fencing", "network": True,
      "title": "negative control: PgBouncer's host cut off, fencing off", "run": s_net_pooler_cut,
      **NO_FENCING},

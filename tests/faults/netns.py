@@ -20,6 +20,12 @@ socket, which no real network does):
   heal(a, b) / heal()    the pair's faults, or every fault, removed
   delay(host, ms)        netem on the host's eth0, every packet it sends
                          (needs the kernel's sch_netem; DelayUnavailable if not)
+  congest(host, to, ms)  the host's eth0 made a slow link (tbf, 64 kbit/s, a queue
+                         of ms) that a filler stream to host `to` keeps full: every
+                         packet the host sends waits about ms in the queue (or is
+                         lost when it is full), as on a congested link; what a
+                         kernel without netem can do (docs/testing.md)
+  uncongest(host)        the queue and its filler removed
   flap(...)              is cut() and heal() in turn, driven by the caller, who
                          records each change (tests/faults/net_scenarios.py)
 
@@ -47,6 +53,22 @@ import time
 PREFIX = "dlnet"
 SUBNET = "10.77.0"
 FIRST_HOST = 10
+
+
+# A congested link (congest): its rate, and the filler that keeps its queue full
+# (1000-byte datagrams at twice the rate; a full queue blocks the sender).
+CONGEST_KBIT = 64
+FILLER = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+gap = 1000 * 8 / (2 * 1000 * float(sys.argv[2]))
+while True:
+    try:
+        s.sendto(b"x" * 1000, (sys.argv[1], 9))
+    except OSError:
+        pass
+    time.sleep(gap)
+"""
 
 
 class DelayUnavailable(RuntimeError):
@@ -82,6 +104,7 @@ class Topology:
         self.rules = {}  # (src, dst) -> drop probability, 1.0 = cut
         self.created = []
         self.iptables = None
+        self.fillers = {}  # host -> the filler process of its congestion
         self._closed = False
 
     # --- life ----------------------------------------------------------
@@ -137,6 +160,8 @@ class Topology:
         if self._closed:
             return
         self._closed = True
+        for host in list(self.fillers):
+            self.uncongest(host)
         for ns in reversed(self.created):
             kill_namespace_processes(ns)
             run(["ip", "netns", "del", ns], check=False)
@@ -210,6 +235,34 @@ class Topology:
         if r.returncode != 0:
             raise DelayUnavailable(f"tc netem: {r.stderr.strip()}")
 
+    def congest(self, host, to, ms, kbit=CONGEST_KBIT):
+        """host's outgoing link: kbit/s through a tbf queue of ms, kept full by a
+        filler stream of UDP datagrams to `to`'s discard port at twice the rate, so
+        that every packet host sends waits about ms (the queue's length) or, when
+        it arrives at a full queue, is lost and sent again by TCP."""
+        self.uncongest(host)
+        self._in(self.ns[host], "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", f"{kbit}kbit",
+                 "burst", "1600", "latency", f"{ms}ms")
+        self.fillers[host] = subprocess.Popen(
+            self.exec_args(host) + [sys.executable, "-c", FILLER, self.ip[to], str(kbit)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def uncongest(self, host):
+        p = self.fillers.pop(host, None)
+        if p is not None:
+            p.kill()
+            p.wait()
+        run(["ip", "netns", "exec", self.ns[host], "tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
+
+    def queue_drops(self, host):
+        """Packets host's tbf queue dropped (0 without one)."""
+        out = run(["ip", "netns", "exec", self.ns[host], "tc", "-s", "qdisc", "show", "dev", "eth0"],
+                  check=False).stdout
+        for word, nxt in zip(out.split(), out.split()[1:]):
+            if word == "(dropped":
+                return int(nxt.rstrip(","))
+        return 0
+
     def drops(self):
         """Packets dropped by every host's faults now in force (read before heal())."""
         return sum(self.dropped(h) for h in self.names)
@@ -264,13 +317,13 @@ def sweep():
 # ---------------------------------------------------------------------------
 
 LISTENER = """
-import socket, sys
+import socket, sys, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], 7000)); s.listen(16); print("ready", flush=True)
-# A probe cut off by lost packets leaves its connection reset or half
-# open: the listener drops that connection and goes on serving.
-while True:
-    c, _ = s.accept()
+# One thread per connection: a probe cut off by lost packets (or slowed by
+# a congested link) leaves its connection reset or half open, and holds up
+# no other probe.
+def serve(c):
     c.settimeout(2)
     try:
         while True:
@@ -280,14 +333,20 @@ while True:
     except OSError:
         pass
     c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
 
+
 PROBE = """
-import socket, sys
+import socket, sys, time
 try:
+    t0 = time.monotonic()
     c = socket.create_connection((sys.argv[1], 7000), timeout=float(sys.argv[2]))
     c.settimeout(float(sys.argv[2])); c.sendall(b"x"); ok = c.recv(1) == b"x"
-    print("echo" if ok else "closed")
+    print("echo" if ok else "closed", end="")
+    print(f" {time.monotonic() - t0:.3f}" if len(sys.argv) > 3 else "")
 except socket.timeout:
     print("timeout")
 except OSError as e:
@@ -333,6 +392,21 @@ def selftest():
                "echo" in got and "timeout" in got, True)
         topo.heal()
         expect("healed after loss: a reaches b", probe("a"), "echo")
+        # A congested link: a connection and an echo cross a->b twice (SYN, data)
+        def timed(host):
+            out = run(topo.exec_args(host) + [sys.executable, "-c", PROBE, topo.ip["b"], "5", "t"]).stdout.split()
+            return out[0], float(out[1]) if len(out) > 1 else None
+
+        topo.congest("a", "b", 600)
+        time.sleep(1.0)  # the filler fills the queue
+        got, took = timed("c")
+        expect(f"congested a: c's echo is quick (under 0.3 s: {took:.3f} s)", (got, took < 0.3), ("echo", True))
+        got, took = timed("a")
+        expect("congested a (600 ms queue): a's echo passes, after at least 0.6 s", (got, took >= 0.6), ("echo", True))
+        expect("congested a: the queue dropped filler packets", topo.queue_drops("a") > 0, True)
+        topo.uncongest("a")
+        got, took = timed("a")
+        expect("uncongested: a's echo is quick again (under 0.3 s)", (got, took < 0.3), ("echo", True))
         names = list(topo.created)
         server.kill()
         server.wait()

@@ -24,7 +24,10 @@ dir=$DLOCK_SCRATCH/farm
 scratch=$DLOCK_SCRATCH/farm-work
 mkdir -p "$scratch"
 
-cleanup() { "$root/farm/setup.sh" down "$dir" >/dev/null 2>&1; }
+cleanup() {
+	"$root/farm/setup.sh" down "$dir" >/dev/null 2>&1
+	"$root/farm/setup.sh" down "$DLOCK_SCRATCH/farm-mixed" >/dev/null 2>&1
+}
 [ -n "${KEEP:-}" ] || trap cleanup EXIT
 
 q() {
@@ -107,9 +110,9 @@ q "$PROXY" -c "CREATE OR REPLACE FUNCTION dlock.renew(lock_name text, owner_toke
 
 # --- a name lives on one partition, the one its hash says; dlock.locks gathers them
 q "$PROXY" -c "SELECT count(dlock.try_acquire('r' || i, '1 min')) FROM generate_series(1, 64) i" >/dev/null
-placement() { # names on a partition other than hashtext & 3, or on more than one
+placement() { # [DATABASE]: names on a partition other than hashtext & 3, or on more than one
 	for i in 0 1 2 3; do
-		q "$(part "$i")" -c "SELECT lock_name, $i, hashtext(lock_name) & 3 FROM dlock.locks"
+		q "$(part "$i" "${1:-dlock}")" -c "SELECT lock_name, $i, hashtext(lock_name) & 3 FROM dlock.locks"
 	done | awk -F'|' '{ n[$1]++ } $2 != $3 { print "misplaced " $1 } END { for (k in n) if (n[k] > 1) print "twice " k }'
 }
 placement >"$scratch/placement.out"
@@ -172,6 +175,64 @@ status=$?
 [ "$status" = 0 ] || cat "$scratch/farm_test.out"
 check "C++ farm_client: routes as the proxy, its lease is on the partition dlock.partition_of gives, assert_holds passes there ($(grep -c '^\[       OK' "$scratch/farm_test.out") tests, with a control)" \
 	test "$status" = 0 -a "$(grep -c '^\[       OK' "$scratch/farm_test.out")" -ge 5
+
+# --- the CLI's routing (dlock --partition CONNINFO ..., docs/cli.md): each name
+# straight to its partition, held there with the token the CLI printed and
+# found there by the proxy; status gathers every partition
+dlock_cli=${DLOCK_CLIENT_BUILD:-$root/build/client}/cli/dlock
+farm_args=(--partition "$(part 0)" --partition "$(part 1)" --partition "$(part 2)" --partition "$(part 3)")
+cli_take() { # PREFIX PARTITION-ARGS...: takes PREFIX1..12 with the CLI, prints "name|owner|token"
+	local prefix=$1 i
+	shift
+	for i in $(seq 1 12); do
+		"$dlock_cli" "$@" acquire --ttl 1m --json "$prefix$i" |
+			python3 -c 'import json, sys; l = json.load(sys.stdin); print(l["lock_name"], l["owner_token"], l["fencing_token"], sep="|")'
+	done
+}
+cli_where() { # FILE of cli_take: names not held on the proxy's partition with the CLI's token, or not renewed through the proxy
+	local name owner token on
+	while IFS='|' read -r name owner token; do
+		on=$(q "$(q "$PROXY" -c "SELECT dlock.partition_of('$name')") user=postgres" \
+			-c "SELECT fencing_token FROM dlock.locks WHERE lock_name = '$name' AND holders > 0")
+		[ "$on" = "$token" ] || echo "not on its partition: $name ($token, there: ${on:-none})"
+		[ "$(q "$PROXY" -c "SELECT dlock.renew('$name', '$owner', '1 min') IS NOT NULL")" = t ] ||
+			echo "the proxy does not find it: $name"
+	done <"$1"
+}
+cli_take cli- "${farm_args[@]}" >"$scratch/cli-taken" 2>&1
+cli_where "$scratch/cli-taken" >"$scratch/cli-where.out" 2>&1
+cat "$scratch/cli-where.out"
+check "dlock --partition: 12 names acquired by the CLI, each held on the partition the proxy routes it to with the CLI's token" \
+	test "$(grep -c '|' "$scratch/cli-taken")" = 12 -a ! -s "$scratch/cli-where.out"
+placement | grep 'cli-' >"$scratch/placement-cli.out"
+cat "$scratch/placement-cli.out"
+check "dlock --partition: no name on a partition that does not own it" test ! -s "$scratch/placement-cli.out"
+check "dlock --partition status gathers all 12 names from every partition" \
+	test "$("$dlock_cli" "${farm_args[@]}" status --prefix cli- --json | grep -c '"lock_name": "cli-')" = 12 -a \
+	"$(q "$PROXY" -c "SELECT count(DISTINCT dlock_farm.partition_number('cli-' || i)) FROM generate_series(1, 12) i")" = 4
+check "dlock --partition status NAME asks the name's partition" \
+	grep -q '^cli-3 ' <<<"$("$dlock_cli" "${farm_args[@]}" status cli-3)"
+IFS='|' read -r name owner token <"$scratch/cli-taken"
+check "dlock --partition release ends the lease on its partition" \
+	"$dlock_cli" "${farm_args[@]}" release "$name" --owner-token "$owner"
+check "dlock --partition run: COMMAND's token passes assert_holds on the partition dlock.partition_of gives" \
+	"$dlock_cli" "${farm_args[@]}" run cli-run -- sh -c "psql -X -q -v ON_ERROR_STOP=1 -o /dev/null -d \"$(q "$PROXY" -c "SELECT dlock.partition_of('cli-run')") user=postgres\" -c \"SELECT dlock.assert_holds('cli-run', \$DLOCK_FENCING_TOKEN)\""
+held_m() { q "$PROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0"; }
+before=$(held_m)
+"$dlock_cli" "${farm_args[@]}" run eq-m1 eq-m2 -- true 2>"$scratch/cli-multi.err"
+status=$?
+grep -q 'more than one partition' "$scratch/cli-multi.err" || cat "$scratch/cli-multi.err"
+check "dlock --partition run of names on two partitions is a usage error (64) that takes nothing" \
+	test "$status" = 64 -a "$(held_m)" = "$before"
+"$dlock_cli" --partition "$(part 0)" --partition "$(part 1)" --partition "$(part 2)" status >/dev/null 2>&1
+check "dlock with 3 partitions is a usage error (64)" test $? = 64
+# control: the same partitions in a wrong order put names where the proxy does not find them
+cli_take cli-w "${farm_args[@]:2:2}" "${farm_args[@]:0:2}" "${farm_args[@]:4}" >"$scratch/cli-wrong" 2>&1
+cli_where "$scratch/cli-wrong" >"$scratch/cli-wrong.out" 2>&1
+placement >"$scratch/placement-cli-wrong.out"
+check "control: a partition list in a wrong order is caught (the lease is not where the proxy looks, and misplaced)" \
+	test -n "$(grep 'not on its partition: cli-w' "$scratch/cli-wrong.out")" -a -n "$(grep 'misplaced cli-w' "$scratch/placement-cli-wrong.out")"
+for i in 0 1 2 3; do q "$(part "$i")" -c "SELECT count(dlock.force_release(lock_name, 'control')) FROM dlock.locks WHERE lock_name LIKE 'cli-%'" -c "SELECT dlock.reap('0')" >/dev/null; done
 
 # --- multi-locks: one partition works (farm_calls.sql), across partitions refused
 names="ARRAY['eq-m1', 'eq-m2']" # partitions 3 and 1
@@ -267,6 +328,83 @@ check "bench/farm.sh gives figures for the proxy and direct routing" \
 	grep -Eq '^\| direct routing, 2 clients on each partition \| 8 \| [1-9][0-9]* \|' "$scratch/bench.out"
 check "bench/farm.sh gives the proxy's cost per call" grep -q '^The proxy adds .* ms per call' "$scratch/bench.out"
 
+# --- a farm of SQL-edition partitions (FARM_EDITION=sql; docs/farm.md): fresh
+# databases sqled in the same 4 clusters, and their own proxy
+for i in 0 1 2 3; do
+	q "$(part "$i" postgres)" -c "CREATE DATABASE sqled" && FARM_EDITION=sql "$root/farm/setup.sh" partition "$(part "$i" sqled)"
+done >"$scratch/sqled-setup.log" 2>&1
+q "host=127.0.0.1 port=$PROXY_PORT user=postgres dbname=postgres" -c "CREATE DATABASE proxy_sqled"
+SQLPROXY="host=127.0.0.1 port=$PROXY_PORT user=postgres dbname=proxy_sqled"
+sqled_parts=()
+for i in 0 1 2 3; do sqled_parts+=("host=127.0.0.1 port=${PART_PORTS[$i]} dbname=sqled connect_timeout=5"); done
+"$root/farm/setup.sh" proxy "$SQLPROXY" "${sqled_parts[@]}" >/dev/null 2>>"$scratch/sqled-setup.log"
+cat "$scratch/sqled-setup.log"
+FARM_EDITION=cpp "$root/farm/setup.sh" partition "$(part 0 sqled)" 2>"$scratch/edition-bad.err"
+check "setup.sh refuses an unknown FARM_EDITION (exit 2, naming it)" test $? = 2 -a -n "$(grep 'FARM_EDITION=cpp' "$scratch/edition-bad.err")"
+check "SQL-edition farm: every partition has pg_dlock_sql and not pg_dlock" \
+	test "$(for i in 0 1 2 3; do q "$(part "$i" sqled)" -c "SELECT string_agg(extname, ',') FROM pg_extension WHERE extname LIKE 'pg_dlock%'"; done | sort -u)" = pg_dlock_sql
+q "$(part 0 postgres)" -c 'CREATE DATABASE direct_sql' && q "$(part 0 direct_sql)" -c 'CREATE EXTENSION pg_dlock_sql'
+psql -X -d "$SQLPROXY" -f "$root/tests/lib/farm_calls.sql" >"$scratch/sqled-proxy.out" 2>&1
+psql -X -d "$(part 0 direct_sql)" -f "$root/tests/lib/farm_calls.sql" >"$scratch/sqled-direct.out" 2>&1
+diff "$scratch/sqled-direct.out" "$scratch/sqled-proxy.out" | head -20
+check "SQL-edition farm: every call through the proxy gives the direct call's result" \
+	diff -q "$scratch/sqled-direct.out" "$scratch/sqled-proxy.out"
+q "$SQLPROXY" -c "SELECT count(dlock.try_acquire('r' || i, '1 min')) FROM generate_series(1, 64) i" >/dev/null
+placement sqled >"$scratch/sqled-placement.out"
+cat "$scratch/sqled-placement.out"
+check "SQL-edition farm: every name on the one partition of hashtext(name) & 3, names on all 4" \
+	test ! -s "$scratch/sqled-placement.out" -a \
+	"$(for i in 0 1 2 3; do q "$(part "$i" sqled)" -c "SELECT count(*) > 0 FROM dlock.locks WHERE lock_name LIKE 'r%'"; done | grep -c t)" = 4
+total=0
+for i in 0 1 2 3; do total=$((total + $(q "$(part "$i" sqled)" -c 'SELECT count(*) FROM dlock.locks'))); done
+check "SQL-edition farm: dlock.locks on the proxy gathers every partition's rows ($total)" \
+	test "$(q "$SQLPROXY" -c 'SELECT count(*) FROM dlock.locks')" = "$total" -a "$total" -ge 64
+growing() { # CONNINFO [PLANT]: a name taken and released 3 times each; tokens that did not grow
+	psql -X -q -d "$1" -c "DO \$\$ DECLARE l dlock.lease; prev bigint; bad int := 0; BEGIN
+		FOR i IN 1..8 LOOP
+			prev := 0;
+			FOR j IN 1..3 LOOP
+				l := dlock.try_acquire('tk' || i, '1 min');
+				IF ${2:-false} AND j = 3 THEN l.fencing_token := 1; END IF;
+				IF l.fencing_token IS NULL OR l.fencing_token <= prev THEN bad := bad + 1; END IF;
+				prev := l.fencing_token;
+				PERFORM dlock.release('tk' || i, l.owner_token);
+			END LOOP;
+		END LOOP;
+		RAISE NOTICE 'tokens that did not grow: %', bad; END \$\$" 2>&1 | sed -n 's/^.*NOTICE: *//p'
+}
+check "SQL-edition farm: each name's fencing tokens grow through the proxy" \
+	test "$(growing "$SQLPROXY")" = "tokens that did not grow: 0"
+check "control: a planted token that did not grow is caught" \
+	test "$(growing "$SQLPROXY" true)" = "tokens that did not grow: 8"
+held_sqled() { q "$SQLPROXY" -c "SELECT count(*) FROM dlock.locks WHERE lock_name IN ('eq-m1', 'eq-m2') AND holders > 0"; }
+before=$(held_sqled)
+out=$(psql -X -d "$SQLPROXY" -c '\set VERBOSITY sqlstate' -c "SELECT * FROM dlock.try_acquire_all(ARRAY['eq-m1', 'eq-m2'], '1 min')" 2>&1)
+check "SQL-edition farm: a multi-lock across partitions refused with 0A000, nothing taken" \
+	test -n "$(grep 'ERROR:  0A000' <<<"$out")" -a "$(held_sqled)" = "$before"
+
+# a mixed farm of its own (FARM_EDITION=mixed setup.sh up, 2 partitions): the C
+# extension on p0, the SQL edition on p1, names of both through one proxy
+mixed=$DLOCK_SCRATCH/farm-mixed
+FARM_EDITION=mixed "$root/farm/setup.sh" up "$mixed" 2 >"$scratch/mixed.log" 2>&1 || cat "$scratch/mixed.log"
+mixed_out=$(
+	. "$mixed/farm.env"
+	echo "editions ${PART_EDITIONS[*]}"
+	for i in 0 1; do
+		echo "p$i $(q "host=127.0.0.1 port=${PART_PORTS[$i]} user=postgres dbname=dlock" -c "SELECT extname FROM pg_extension WHERE extname LIKE 'pg_dlock%'")"
+	done
+	q "$PROXY" -c "SELECT count(dlock.try_acquire('mx' || i, '1 min')) FROM generate_series(1, 16) i" >/dev/null
+	for i in 0 1; do
+		q "host=127.0.0.1 port=${PART_PORTS[$i]} user=postgres dbname=dlock" -c "SELECT lock_name, $i, hashtext(lock_name) & 1 FROM dlock.locks"
+	done | awk -F'|' '$2 != $3 { bad++ } { on[$2]++ } END { print "misplaced " bad + 0 " on0 " on[0] + 0 " on1 " on[1] + 0 }'
+)
+"$root/farm/setup.sh" down "$mixed" >/dev/null 2>&1
+echo "$mixed_out"
+check "FARM_EDITION=mixed setup.sh up: pg_dlock on p0, pg_dlock_sql on p1 (farm.env and the databases)" \
+	test "$(grep -c '^editions pg_dlock pg_dlock_sql$\|^p0 pg_dlock$\|^p1 pg_dlock_sql$' <<<"$mixed_out")" = 3
+check "mixed farm: 16 names through one proxy, each on its partition, both partitions used" \
+	grep -Eq '^misplaced 0 on0 [1-9][0-9]* on1 [1-9][0-9]*$' <<<"$mixed_out"
+
 # --- failure isolation: one partition stopped, then another killed
 down_check() { # DOWN [ASSUMED]: calls of DOWN's names fail, the others go on
 	local down=$1 assumed=${2:-$1} bad=0 name p out
@@ -287,6 +425,9 @@ down_check 3 >"$scratch/iso-stop.out" 2>&1
 check "partition 3 stopped: only its names fail, with a connection error" test ! -s "$scratch/iso-stop.out"
 down_check 3 2 >"$scratch/iso-control.out" 2>&1
 check "control: the isolation check with the wrong partition down fails" test -s "$scratch/iso-control.out"
+PROXY=$SQLPROXY down_check 3 >"$scratch/iso-sqled.out" 2>&1
+cat "$scratch/iso-sqled.out"
+check "SQL-edition farm, partition 3 stopped: only its names fail, with a connection error" test ! -s "$scratch/iso-sqled.out"
 out=$(psql -X -d "$PROXY" -c '\set VERBOSITY verbose' -c 'SELECT count(*) FROM dlock.locks' 2>&1)
 check "dlock.locks names the partition it cannot reach" grep -q 'could not connect\|Connection refused' <<<"$out"
 "$cluster" restart "$dir/p3" >/dev/null

@@ -41,6 +41,10 @@ public:
     [[nodiscard]] client& partition(std::size_t index);
     /// The client of the partition that owns a name.
     [[nodiscard]] client& client_for(std::string_view lock_name);
+    /// The one partition that owns every name of lock_names (0 when empty);
+    /// names of more than one partition are refused (invalid_argument_error,
+    /// SQLSTATE 0A000, as the proxy refuses a multi-lock across partitions).
+    [[nodiscard]] std::size_t partition_of_all(const std::vector<std::string>& lock_names) const;
 
     /// As dlock::client's calls, on the partition that owns the name.
     [[nodiscard]] std::optional<lease> try_acquire(std::string_view lock_name, const lease_options& options = {});
@@ -68,7 +72,6 @@ public:
                                                  std::chrono::milliseconds wait, const lease_options& options = {});
 
 private:
-    client& client_for_all(const std::vector<std::string>& lock_names);
     std::vector<std::string> m_connection_strings;
     std::vector<client> m_clients;
 };
