@@ -59,7 +59,10 @@
  *
  * Writer preference. A holder grant is refused while an acquirer is queued
  * for the name (wait.c) ahead of the caller, so a stream of readers cannot
- * starve a waiting writer; waiters of every kind share one FIFO queue.
+ * starve a waiting writer; waiters of every kind share one FIFO queue. A
+ * release hands the waiters at its head their leases in its own commit
+ * (dlock_holder_hand_off, driven by wait.c): the same decision and grant,
+ * made by the releasing transaction for them.
  *
  * These are the rare kinds: they reach their rows through the executor
  * (sql_executor.c), as the extension owner, by the statements defined

@@ -46,23 +46,38 @@
  * release in a prepared transaction committed by another session), and
  * every sleep ends when the caller's wait does.
  *
- * Handoff. A dlock.release that frees a lock somebody waits for does not
- * just wake the head: just before its transaction commits it grants the
+ * Handoff. A release of any kind that frees what somebody waits for does
+ * not just wake the head: just before its transaction commits it grants the
  * lease to the head itself, in the same commit, as the lock manager grants a
  * lock to its first waiter before waking it (proc.c, ProcLockWakeup). Each
- * waiter publishes what a grant needs (owner token, ttl, holder) in its
- * entry; the releasing transaction marks the head "offered" with its
- * transaction ID under the queue's mutex, writes the grant, commits durably
- * (a grant always does), and wakes the head. The head waits for that
- * transaction to end and, once it has committed, returns the lease as the
- * row shows it, writing nothing. A lease handed over must never be lost
- * silently, also when its waiter is gone by the time the grant commits: a
- * waiter that leaves with an offer pending (its wait ran out, cancel, exit)
- * or whose transaction rolls back after it returned a handed lease records
- * that lease as abandoned in its queue -- the name, the handing
- * transaction, the owner token. An attempt that finds a live lease whose
- * row version is exactly that grant treats the lock as free: the lease was
- * never delivered to anyone.
+ * waiter publishes what a grant needs (DlockHandoff: kind, permits, owner
+ * token, ttl, lease policies, holder) in its entry. For an exclusive head,
+ * the releasing transaction marks it "offered" with its transaction ID under
+ * the queue's mutex and writes the grant on the row it released
+ * (dlock_wait_offer_head, lease.c). For a head waiting for a shared lease or
+ * a permit (dlock_wait_hand_off_holders), holder_lease.c runs the waiter's
+ * own decision and grant; once the grant is certain the waiter is claimed
+ * (marked offered), then written, and its token and expiry published. The
+ * waiters right behind it are granted the same way while they wait for the
+ * same kind and can be granted: readers up to the first waiter of another
+ * kind, permit waiters while permits are free. Whoever cannot be granted
+ * ends the batch, so nobody is handed a lease before a waiter queued ahead
+ * of it. The transaction then commits durably (a grant always does) and
+ * wakes the head and every waiter it handed a lease. Each waits for that
+ * transaction to end and, once it has committed, returns the lease as
+ * published, writing nothing. Not handed, only woken: a session-bound
+ * waiter (only its own session can bind the lease), a multi-lock's waits
+ * (dlock_wait_set_begin) and an exclusive head after a holder's release
+ * (docs/limits.md).
+ *
+ * A lease handed over must never be lost silently, also when its waiter is
+ * gone by the time the grant commits: a waiter that leaves with an offer
+ * pending (its wait ran out, cancel, exit) or whose transaction rolls back
+ * after it returned a handed lease records that lease as abandoned in its
+ * queue -- the name, the handing transaction, the owner token. An attempt
+ * that finds a live lease or slot whose row version is exactly that grant
+ * treats it as free: the lease was never delivered to anyone (a writer ends
+ * such a slot's lease before its grant).
  *
  * Without preloading there is no shared memory: waiters poll, with a short
  * jittered sleep, and no order is kept; a release hands nothing over.
