@@ -600,8 +600,8 @@ take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz dead
  * any grant, unless both the releasing session and the waiter grant under
  * dlock.durability = fenced. A waiter for a shared lease or a permit, and
  * those of its kind behind it, are granted by holder_lease.c
- * (dlock_wait_hand_off_holders); an exclusive waiter only after an
- * exclusive release, on the row this transaction released.
+ * (dlock_wait_hand_off_holders); an exclusive waiter on the name's row,
+ * once no shared lease or permit is live.
  */
 void
 dlock_hand_off(text *lock_name)
@@ -625,7 +625,9 @@ dlock_hand_off(text *lock_name)
 
 	/*
 	 * The newest version is this transaction's own release, whose row lock
-	 * it holds: nobody else can have changed it. A name with shared leases
+	 * it holds, or -- after a release of a shared lease or permit, which
+	 * does not write the row -- a free version it locks now, without
+	 * waiting: nobody else can change it until the commit. A name with shared leases
 	 * or permits (holder_lease.c) is handed over only when none is live and
 	 * its kind lock is free now; its token goes above theirs. The check is
 	 * skipped when the row is marked exclusive_only: a holder grant clears
@@ -633,7 +635,8 @@ dlock_hand_off(text *lock_name)
 	 */
 	if (dlock_row_read(&rows, lock_name, &row) &&
 		row.nulls[Anum_owner_token - 1] &&
-		TransactionIdIsCurrentTransactionId(row.xmin))
+		(TransactionIdIsCurrentTransactionId(row.xmin) ||
+		 dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive) == ROW_LOCKED))
 	{
 		TimestampTz busy_until;
 		int64		least_token;

@@ -66,9 +66,8 @@
  * wakes the head and every waiter it handed a lease. Each waits for that
  * transaction to end and, once it has committed, returns the lease as
  * published, writing nothing. Not handed, only woken: a session-bound
- * waiter (only its own session can bind the lease), a multi-lock's waits
- * (dlock_wait_set_begin) and an exclusive head after a holder's release
- * (docs/limits.md).
+ * waiter (only its own session can bind the lease) and a multi-lock's waits
+ * (dlock_wait_set_begin) (docs/limits.md).
  *
  * A lease handed over must never be lost silently, also when its waiter is
  * gone by the time the grant commits: a waiter that leaves with an offer
@@ -258,6 +257,25 @@ waits_for(const Waiter *w, uint64 hash, const char *name, int len)
 {
 	return w->hash == hash && w->dbid == MyDatabaseId && w->name_len == len &&
 		memcmp(w->name, name, len) == 0;
+}
+
+/*
+ * Take the mutex of lock_name's queue (*q) and return the index of its head,
+ * or NO_WAITER; the caller releases the mutex.
+ */
+static int
+lock_head(text *lock_name, WaitQueue **q)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash = name_hash(name, len);
+
+	*q = queue_of(hash);
+	SpinLockAcquire(&(*q)->mutex);
+	for (int i = (*q)->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		if (wait_shared->waiters[i].head && waits_for(&wait_shared->waiters[i], hash, name, len))
+			return i;
+	return NO_WAITER;
 }
 
 /*
@@ -726,24 +744,17 @@ dlock_wait_offer_settled(void)
 bool
 dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandoff *to)
 {
-	const char *name = VARDATA_ANY(lock_name);
-	int			len = VARSIZE_ANY_EXHDR(lock_name);
-	uint64		hash;
 	WaitQueue  *q;
+	int			head;
 	bool		offered = false;
 
 	if (wait_shared == NULL)
 		return false;
-	hash = name_hash(name, len);
-	q = queue_of(hash);
-
-	SpinLockAcquire(&q->mutex);
-	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+	head = lock_head(lock_name, &q);
+	if (head != NO_WAITER)
 	{
-		Waiter	   *w = &wait_shared->waiters[i];
+		Waiter	   *w = &wait_shared->waiters[head];
 
-		if (!w->head || !waits_for(w, hash, name, len))
-			continue;
 		if (w->may_hand_off && w->to.kind == LEASE_EXCLUSIVE &&
 			!TransactionIdIsValid(w->offered_xid))
 		{
@@ -753,7 +764,6 @@ dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandof
 			*to = w->to;
 			offered = true;
 		}
-		break;
 	}
 	SpinLockRelease(&q->mutex);
 	return offered;
@@ -766,26 +776,16 @@ dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandof
 bool
 dlock_wait_head_is_holder(text *lock_name)
 {
-	const char *name = VARDATA_ANY(lock_name);
-	int			len = VARSIZE_ANY_EXHDR(lock_name);
-	uint64		hash;
 	WaitQueue  *q;
+	int			head;
 	bool		holder = false;
 
 	if (wait_shared == NULL)
 		return false;
-	hash = name_hash(name, len);
-	q = queue_of(hash);
-	SpinLockAcquire(&q->mutex);
-	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
-	{
-		Waiter	   *w = &wait_shared->waiters[i];
-
-		if (!w->head || !waits_for(w, hash, name, len))
-			continue;
-		holder = w->may_hand_off && w->to.kind != LEASE_EXCLUSIVE;
-		break;
-	}
+	head = lock_head(lock_name, &q);
+	if (head != NO_WAITER)
+		holder = wait_shared->waiters[head].may_hand_off &&
+			wait_shared->waiters[head].to.kind != LEASE_EXCLUSIVE;
 	SpinLockRelease(&q->mutex);
 	return holder;
 }
@@ -1315,16 +1315,9 @@ dlock_hand_off_at_commit(text *lock_name)
 static bool
 has_head(text *lock_name)
 {
-	const char *name = VARDATA_ANY(lock_name);
-	int			len = VARSIZE_ANY_EXHDR(lock_name);
-	uint64		hash = name_hash(name, len);
-	WaitQueue  *q = queue_of(hash);
-	bool		found = false;
+	WaitQueue  *q;
+	bool		found = lock_head(lock_name, &q) != NO_WAITER;
 
-	SpinLockAcquire(&q->mutex);
-	for (int i = q->first; i != NO_WAITER && !found; i = wait_shared->waiters[i].next)
-		found = wait_shared->waiters[i].head &&
-			waits_for(&wait_shared->waiters[i], hash, name, len);
 	SpinLockRelease(&q->mutex);
 	return found;
 }

@@ -5,7 +5,7 @@
 # together with the readers queued right behind them, up to the first waiter
 # of another kind; FIFO order is kept with mixed kinds (a writer queued
 # between readers stops the batch and the reader behind it waits for the
-# writer); permits are handed to as many waiters as permits were freed,
+# writer, which the last reader's release hands the lock); permits are handed to as many waiters as permits were freed,
 # never past the semaphore's size. Each waiter starts once the ones before
 # it are queued in the server, so the queue order is known. Negative
 # control: a release allowed to hand one permit past the size
@@ -58,7 +58,10 @@ live_exclusive() {
 	sql "SELECT count(*) FROM dlock.distributed_lock WHERE lock_name = '$1' AND owner_token IS NOT NULL AND lease_until > now()"
 }
 
-# Readers, a writer between them, and a reader behind the writer
+# Readers, a writer between them, and a reader behind the writer: the
+# writer's release hands the first two readers their leases, the last
+# reader's release hands the writer its lease, and the writer's release the
+# reader behind it
 name=khs:rw
 sql "SELECT dlock.try_acquire('$name', '5 minutes', '$(owner 1)')" >/dev/null
 waiter r1 "$name" 1 "SELECT fencing_token FROM dlock.acquire_shared('$name', '5 minutes', '30 seconds', '$(owner 11)')"
@@ -74,10 +77,12 @@ check "the writer and the reader behind it still wait (FIFO: the batch stops at 
 	test "$(sql "SELECT dlock.waiters('$name')")" = 2
 check "no exclusive lease beside the readers" test "$(live_exclusive "$name")" = 0
 sql "SELECT dlock.release('$name', '$(owner 11)')" >/dev/null
-sql "SELECT dlock.release('$name', '$(owner 12)')" >/dev/null
+sleep 0.2
+check "one reader left, one live: the writer still waits" test "$(sql "SELECT dlock.waiters('$name')")" = 2
+xid=$(release_in_xact "" "SELECT dlock.release('$name', '$(owner 12)');")
 await "SELECT dlock.waiters('$name') <= 1" >/dev/null
-check "the writer got the lock once the readers left" \
-	test "$(sql "SELECT owner_token FROM dlock.distributed_lock WHERE lock_name = '$name' AND lease_until > now()")" = "$(owner 13)"
+check "the last reader's release handed the writer its lease in its commit" \
+	test "$(sql "SELECT owner_token FROM dlock.distributed_lock WHERE lock_name = '$name' AND lease_until > now() AND xmin::text = '$xid'")" = "$(owner 13)"
 check "no reader beside the writer" test "$(live_slots "$name")" = 0
 xid=$(release_in_xact "" "SELECT dlock.release('$name', '$(owner 13)');")
 await "SELECT dlock.waiters('$name') = 0" >/dev/null
