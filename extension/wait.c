@@ -312,13 +312,14 @@ wake_latch(int index)
 
 /*
  * Wake the head of every queued name with this hash (one name, unless two
- * names' 64-bit hashes collide).
+ * names' 64-bit hashes collide), and every waiter a release handed a lease
+ * (a batch of readers or permits).
  */
 static void
 wake_heads(uint64 hash)
 {
 	WaitQueue  *q = queue_of(hash);
-	int			woken[4];
+	int			woken[64];
 	int			nwoken = 0;
 
 	SpinLockAcquire(&q->mutex);
@@ -326,11 +327,10 @@ wake_heads(uint64 hash)
 	{
 		Waiter	   *w = &wait_shared->waiters[i];
 
-		/* and the waiters behind the head that a release handed a lease */
 		if ((w->head || TransactionIdIsValid(w->offered_xid)) && w->hash == hash)
 		{
 			count_wakeup(i);
-			/* beyond four colliding names, the rest see it on their timer */
+			/* beyond 64, the rest see it on their timer */
 			if (nwoken < (int) lengthof(woken))
 				woken[nwoken++] = i;
 		}
