@@ -65,6 +65,7 @@ extern int	dlock_max_ttl_seconds;
 extern int	dlock_audit_level;
 extern bool dlock_test_ignore_timeline;
 extern bool dlock_test_ignore_epoch;
+extern bool dlock_test_handoff_past_size;
 extern int	dlock_test_epoch_entries;
 extern int	dlock_durability;
 

@@ -59,7 +59,10 @@
  *
  * Writer preference. A holder grant is refused while an acquirer is queued
  * for the name (wait.c) ahead of the caller, so a stream of readers cannot
- * starve a waiting writer; waiters of every kind share one FIFO queue.
+ * starve a waiting writer; waiters of every kind share one FIFO queue. A
+ * release hands the waiters at its head their leases in its own commit
+ * (dlock_holder_hand_off, driven by wait.c): the same decision and grant,
+ * made by the releasing transaction for them.
  *
  * These are the rare kinds: they reach their rows through the executor
  * (sql_executor.c), as the extension owner, by the statements defined
@@ -168,6 +171,7 @@ typedef struct HolderArgs
 	pg_uuid_t  *owner;
 	text	   *holder;			/* NULL when not given */
 	DlockLeasePolicy policy;	/* max_hold, min_hold, lock_delay of this lease */
+	bool		by_release;		/* granted by a release to a waiter (hand_off) */
 } HolderArgs;
 
 /* The kind lock taken by the current exclusive attempt, if newly taken */
@@ -242,6 +246,7 @@ take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 
 /* Attribute numbers of dlock.lock_holder and dlock.holder_counter (pg_dlock--1.1--1.2.sql) */
 #define Anum_holder_lock_name	1
+#define Anum_holder_slot		2
 #define Anum_holder_owner_token 5
 #define Anum_holder_lease_until 8
 #define Anum_counter_lock_name	1
@@ -283,6 +288,9 @@ typedef struct HolderProbe
 	int64		counter;		/* highest token reserved for the slots, 0 if none */
 	int32		counter_history;	/* its history position (token.c) */
 	int64		counter_system;
+	text	   *lock_name;
+	int			nabandoned;		/* live slots handed to waiters that never took them */
+	int32		abandoned_slot[8];	/* the first of them */
 } HolderProbe;
 
 /* A timestamp column of a slot tuple, 0 when NULL or absent */
@@ -326,7 +334,17 @@ probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 		pr.not_before = tuple_time(tuple, desc, cols->not_before);
 	}
 	dlock_policy_decide(&pr, probe->now, &view);
-	if (view.live || view.available_at != 0)
+	if (view.live &&
+		dlock_wait_abandoned(probe->lock_name, HeapTupleHeaderGetXmin(tuple->t_data),
+							 DatumGetUUIDP(heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull))))
+	{
+		/* handed by a release to a waiter that never took it: to be freed */
+		if (probe->nabandoned < (int) lengthof(probe->abandoned_slot))
+			probe->abandoned_slot[probe->nabandoned] =
+				DatumGetInt32(heap_getattr(tuple, Anum_holder_slot, desc, &isnull));
+		probe->nabandoned++;
+	}
+	else if (view.live || view.available_at != 0)
 	{
 		if (!probe->any_live || view.available_at < probe->first_expiry)
 			probe->first_expiry = view.available_at;
@@ -390,6 +408,20 @@ static DlockStatement holders_clear_expired_unpinned_stmt = {
 	CLEARED_RETURNING,
 	.nargs = 1,
 	.argtypes = {TEXTOID},
+};
+
+/*
+ * A slot's lease that a release handed to a waiter that never took it
+ * (wait.c), freed for an exclusive grant: as it is, unless it changed
+ * since; a pin on it is waited for.
+ */
+static DlockStatement holder_clear_abandoned_stmt = {
+	.sql =
+	"UPDATE dlock.lock_holder h SET owner_token = NULL,"
+	"       lease_until = pg_catalog.clock_timestamp(), updated_at = pg_catalog.clock_timestamp()"
+	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.owner_token IS NOT NULL",
+	.nargs = 2,
+	.argtypes = {TEXTOID, INT4OID},
 };
 
 /*
@@ -466,11 +498,31 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 	probe.any_live = probe.any_expired = false;
 	probe.nexpired = 0;
 	probe.counter = 0;
+	probe.lock_name = lock_name;
+	probe.nabandoned = 0;
 	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
 	if (probe.any_live)
 	{
 		*busy_until = probe.first_expiry;
 		return EXCLUSIVE_BUSY;
+	}
+	if (probe.nabandoned > 0)
+	{
+		/*
+		 * Rare: end the abandoned leases in the slots, so that their owners
+		 * can never renew them beside the writer, then decide again (a slot
+		 * changed meanwhile is judged as it is then).
+		 */
+		Datum		values[2] = {PointerGetDatum(lock_name)};
+
+		dlock_sql_connect();
+		for (int i = 0; i < Min(probe.nabandoned, (int) lengthof(probe.abandoned_slot)); i++)
+		{
+			values[1] = Int32GetDatum(probe.abandoned_slot[i]);
+			(void) dlock_execute(&holder_clear_abandoned_stmt, values, NULL, 0);
+		}
+		dlock_sql_finish();
+		return EXCLUSIVE_RETRY;
 	}
 	/*
 	 * The counter outlives the slots (dlock.reap deletes idle slots, not
@@ -680,7 +732,8 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 														 CHANGED_COL_KIND);
 
 		dlock_lease_written(writes_only, false);
-		dlock_wake_waiters(lock_name);
+		/* the longest waiters get what it freed in this transaction's commit */
+		dlock_hand_off_at_commit(lock_name);
 		dlock_report_end(lock_name, "release", STAT_RELEASES, DLOCK_AUDIT_ALL, NULL, &lease);
 	}
 	return true;
@@ -929,7 +982,9 @@ reserve_block(text *lock_name, bool name_exists, int64 name_seq, int32 name_time
 typedef struct HolderAttempt
 {
 	bool		acquired;
-	HeapTuple	lease;			/* in the caller's memory context */
+	HeapTuple	lease;			/* in the caller's memory context (none without tupdesc) */
+	int64		token;
+	TimestampTz until;
 	TimestampTz busy_until;		/* when a live lease in the way expires, or 0 */
 } HolderAttempt;
 
@@ -957,6 +1012,8 @@ typedef struct SlotState
 	int32		number;
 	bool		live;
 	bool		available;		/* a new owner may have it (not live, no policy keeps it) */
+	bool		abandoned;		/* live, but handed by a release to a waiter that
+								 * never took it (wait.c): available */
 	ItemPointerData tid;		/* the version decided on */
 } SlotState;
 
@@ -974,15 +1031,21 @@ typedef struct HolderState
 	int32		max_slot;
 	TimestampTz first_expiry;	/* earliest a taken slot becomes available, 0 if none */
 	bool		own_live;		/* this owner holds a live slot already */
+	int			nabandoned;		/* slots abandoned */
+	bool		wrong_kind;		/* by_release: a live slot check_live_slot refuses */
 } HolderState;
 
 /*
  * Refuse a grant of the wrong kind, or of a semaphore size other than the
- * one its live permits were granted with.
+ * one its live permits were granted with. A grant by a release raises
+ * nothing -- it runs as its transaction commits -- and returns false.
  */
-static void
+static bool
 check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 permits)
 {
+	if (args->by_release)
+		return kind == args->kind &&
+			!(args->kind == KIND_PERMIT && !permits_null && permits != args->permits);
 	if (kind != args->kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_DLOCK_WRONG_KIND),
@@ -997,6 +1060,7 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
 						text_to_cstring(args->lock_name), permits, args->permits),
 				 errdetail("Its live permits were granted with permits => %d.", permits),
 				 errhint("Change the number of permits with dlock.resize_semaphore().")));
+	return true;
 }
 
 /*
@@ -1008,6 +1072,7 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
 #define NAME_AND_HOLDERS_SQL(policy_cols) \
 	"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system," \
 	"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until, h.ctid, " policy_cols \
+	"       , h.xmin" \
 	"  FROM (SELECT 1) v" \
 	"  LEFT JOIN LATERAL (" \
 	"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system" \
@@ -1035,6 +1100,7 @@ static DlockStatement name_and_holders_1_5_stmt = {
 #define SLOT_COL_UNTIL		9
 #define SLOT_COL_CTID		10
 #define SLOT_COL_POLICY		11
+#define SLOT_COL_XMIN		15
 
 /*
  * Read the name's exclusive token and its holder slots at clock reading
@@ -1085,6 +1151,17 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 		dlock_policy_decide(&pr, now, &view);
 		slot->live = view.live;
 		slot->available = !view.live && view.available_at == 0;
+		/* a lease a release handed to a waiter that never took it: free */
+		slot->abandoned = view.live &&
+			dlock_wait_abandoned(args->lock_name,
+								 DatumGetTransactionId(dlock_sql_value(i, SLOT_COL_XMIN, &isnull)),
+								 DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)));
+		if (slot->abandoned)
+		{
+			slot->live = false;
+			slot->available = true;
+			st->nabandoned++;
+		}
 		st->max_slot = Max(st->max_slot, slot->number);
 		st->nslots++;
 		if (slot->available)
@@ -1096,8 +1173,9 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 			continue;
 		st->nlive++;
 		permits = dlock_sql_value(i, SLOT_COL_PERMITS, &permits_null);
-		check_live_slot(args, DatumGetChar(dlock_sql_value(i, SLOT_COL_KIND, &isnull)), permits_null,
-						permits_null ? 0 : DatumGetInt32(permits));
+		if (!check_live_slot(args, DatumGetChar(dlock_sql_value(i, SLOT_COL_KIND, &isnull)),
+							 permits_null, permits_null ? 0 : DatumGetInt32(permits)))
+			st->wrong_kind = true;
 		if (memcmp(DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
 			st->own_live = true;
 	}
@@ -1112,6 +1190,24 @@ static bool
 lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 			   HolderSlot *slot)
 {
+	/*
+	 * While abandoned slots are left, a grant takes one of them: they were
+	 * not counted as taken, and one left beside a new grant would count
+	 * again once wait.c forgets it. Their lease was never delivered: no
+	 * expiry to report.
+	 */
+	if (st->nabandoned > 0)
+	{
+		for (int i = 0; i < st->nslots; i++)
+			if (st->slots[i].abandoned &&
+				(args->kind != KIND_PERMIT || st->slots[i].number <= args->permits) &&
+				lock_slot(args, st->slots[i].number, &st->slots[i].tid, now, slot))
+			{
+				slot->lost = false;
+				return true;
+			}
+		return false;
+	}
 	if (args->kind == KIND_PERMIT)
 	{
 		for (int32 number = 1; number <= args->permits; number++)
@@ -1246,7 +1342,10 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 		(void) dlock_report_expiry_once(args->lock_name, slot->slot, &slot->lost_lease,
 										slot->lost_until, false);
 
-	attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
+	if (tupdesc != NULL)
+		attempt->lease = holder_lease_tuple(tupdesc, cxt, args, token, until);
+	attempt->token = token;
+	attempt->until = until;
 	attempt->acquired = true;
 	dlock_grant_written(commit);
 	dlock_report_grant(args->lock_name,
@@ -1433,6 +1532,81 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 }
 
 /*
+ * Grant the waiter's lease "to" (a shared lease or a permit of lock_name) in
+ * the current transaction, which released the name and is about to commit
+ * (wait.c, dlock_wait_hand_off_holders): the decision and the grant of the
+ * waiter's own attempt, on the name as this transaction leaves it, except
+ * that nothing waits and nothing raises. Whatever is in the way -- the kind
+ * lock taken, an exclusive lease or a policy keeping the name, a live lease
+ * of another kind or size, the waiter's own live lease, no free slot --
+ * refuses, and the waiter, woken at the commit, attempts itself. The kind
+ * lock is taken in the permits' mode, which also excludes readers' own
+ * attempts, so that a waiter attempting meanwhile never gets a second slot
+ * beside the handed one; it is kept to the commit. claim(claim_arg) is
+ * called once the grant is certain: true when the grant is written, with
+ * its token and expiry.
+ */
+bool
+dlock_holder_hand_off(text *lock_name, const DlockHandoff *to,
+					  bool (*claim) (void *claim_arg), void *claim_arg,
+					  int64 *token, TimestampTz *until)
+{
+	HolderArgs	args = {0};
+	HolderArgs	room;
+	HolderAttempt attempt = {0};
+	DlockGrantCommit commit;
+	DlockOwnerScope scope;
+	TimestampTz now;
+	TimestampTz busy_until;
+	HolderState st;
+	HolderSlot	slot;
+	bool		granted = false;
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return false;
+	args.kind = to->kind == LEASE_PERMIT ? KIND_PERMIT : KIND_SHARED;
+	args.lock_name = lock_name;
+	args.permits = args.kind == KIND_PERMIT ? to->permits : 0;
+	args.ttl_usecs = to->ttl_usecs;
+	args.owner = palloc(sizeof(pg_uuid_t));
+	*args.owner = to->owner;
+	args.holder = to->holder_len < 0 ? NULL :
+		cstring_to_text_with_len(to->holder, to->holder_len);
+	args.policy.max_hold_usecs = to->max_hold_usecs;
+	args.policy.min_hold_usecs = to->min_hold_usecs;
+	args.policy.lock_delay_usecs = to->lock_delay_usecs;
+	args.by_release = true;
+
+	dlock_grant_prepare(&commit);
+	if (dlock_kind_lock(lock_name, kind_lock_mode(KIND_PERMIT), false) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	now = GetCurrentTimestamp();
+	if (!name_admits_holders(lock_name, now, &busy_until))
+		return false;
+	dlock_sql_connect();
+	dlock_owner_scope_begin(&scope);
+	read_holder_state(&args, now, &st);
+	/* the room the semaphore has; one more for the tests' planted bug */
+	room = args;
+	if (dlock_test_handoff_past_size)
+		room.permits++;
+	if (!st.wrong_kind && !st.own_live &&
+		!(room.kind == KIND_PERMIT && st.ntaken >= room.permits) &&
+		lock_free_slot(&room, &st, now, &slot) && claim(claim_arg))
+	{
+		/* the grant is the waiter's: it commits as the waiter asked too */
+		commit.fenced = commit.fenced && to->fenced;
+		write_holder_grant(&args, &st, &slot, &commit, now, NULL, NULL, &attempt);
+		*token = attempt.token;
+		*until = attempt.until;
+		granted = true;
+	}
+	dlock_owner_scope_end(&scope);
+	dlock_sql_finish();
+	return granted;
+}
+
+/*
  * dlock.downgrade (downgrade.c), before it ends the exclusive lease of
  * lock_name: take the kind lock a reader's grant takes, before the name's
  * row as a reader does. Kept to the end of the transaction when the
@@ -1545,6 +1719,7 @@ holder_args(FunctionCallInfo fcinfo, char kind, bool with_wait, HolderArgs *args
 	int64		wait_usecs = 0;
 
 	args->kind = kind;
+	args->by_release = false;
 	args->lock_name = dlock_arg_name(fcinfo, arg++,
 									 kind == KIND_SHARED ? "lock_name" : "semaphore_name");
 	args->permits = 0;
@@ -1629,6 +1804,28 @@ holder_attempt(void *arg, TimestampTz *busy_until)
 	return wait->attempt.acquired;
 }
 
+/* Take the lease a release handed over (dlock_holder_hand_off), writing nothing */
+static bool
+holder_take_offer(void *arg, TransactionId offer, bool *granted)
+{
+	HolderWait *wait = arg;
+	int64		token;
+	TimestampTz until;
+
+	*granted = false;
+	switch (dlock_wait_take_offer(offer, wait->deadline, &token, &until))
+	{
+		case -1:
+			return false;
+		case 0:
+			return true;
+	}
+	wait->attempt.lease = holder_lease_tuple(wait->tupdesc, wait->cxt, wait->args, token, until);
+	wait->attempt.acquired = true;
+	*granted = true;
+	return true;
+}
+
 /*
  * acquire_shared and acquire_permit: wait in the name's queue (wait.c), as
  * dlock.acquire does, without holding a row lock or transaction ID between
@@ -1640,6 +1837,7 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 	HolderArgs	args;
 	HolderWait	wait;
 	DlockWaitCall call = {0};
+	DlockHandoff handoff;
 	int64		wait_usecs;
 
 	wait_usecs = holder_args(fcinfo, kind, true, &args);
@@ -1651,14 +1849,21 @@ acquire_holder(FunctionCallInfo fcinfo, char kind)
 	wait.attempt.busy_until = 0;
 
 	/*
-	 * Never handed a lease by a release (no owner given), and a grant hands
-	 * the next waiter no expiry to sleep to: it may be another reader, which
-	 * can be granted at once.
+	 * A release may hand the lease over (dlock_holder_hand_off); a grant
+	 * hands the next waiter no expiry to sleep to: it may be another reader,
+	 * which can be granted at once.
 	 */
 	call.lock_name = args.lock_name;
 	call.wait_usecs = wait_usecs;
 	call.kind = dlock_lease_kind_of(kind);
+	dlock_wait_handoff_of(&handoff, call.kind, args.permits, args.owner, args.ttl_usecs,
+						  args.holder);
+	handoff.max_hold_usecs = args.policy.max_hold_usecs;
+	handoff.min_hold_usecs = args.policy.min_hold_usecs;
+	handoff.lock_delay_usecs = args.policy.lock_delay_usecs;
+	call.handoff = &handoff;
 	call.attempt = holder_attempt;
+	call.take_offer = holder_take_offer;
 	call.arg = &wait;
 	if (!dlock_wait_for_grant(&call))
 	{

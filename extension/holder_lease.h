@@ -13,6 +13,7 @@
 
 #include "dlock.h"
 #include "token_epoch.h"
+#include "wait.h"
 
 /* holder_lease.c: shared leases and semaphore permits */
 typedef enum DlockExclusiveCheck
@@ -27,6 +28,9 @@ extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, Timest
 														 TimestampTz *busy_until,
 														 int64 *least_token);
 extern void dlock_holders_attempt_done(bool acquired);
+extern bool dlock_holder_hand_off(text *lock_name, const DlockHandoff *to,
+								  bool (*claim) (void *claim_arg), void *claim_arg,
+								  int64 *token, TimestampTz *until);
 extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 								TimestampTz *lease_until);
 extern bool dlock_holder_holds(text *lock_name, int64 token);

@@ -210,18 +210,6 @@ set_new_lease(DlockRows *rows, DlockRow *row, const AcquireArgs *args, Timestamp
 }
 
 /*
- * Whether an acquire asks for no lease policy (lease_policy.c), the server's
- * defaults included: only such a waiter can be handed a lease by a release,
- * which knows nothing of its session or options.
- */
-static bool
-policy_is_plain(const DlockLeasePolicy *policy)
-{
-	return !policy->session_bound && policy->max_hold_usecs == 0 &&
-		policy->min_hold_usecs == 0 && policy->lock_delay_usecs == 0;
-}
-
-/*
  * Report a new lease just written to row (report.c).
  */
 static void
@@ -585,37 +573,21 @@ static bool
 take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz deadline,
 				  TupleDesc tupdesc, MemoryContext cxt, AcquireAttempt *attempt)
 {
-	bool		committed;
 	int64		token;
 	TimestampTz until;
 
 	attempt->acquired = false;
-
-	/*
-	 * Woken at its commit, it has normally left the proc array already --
-	 * after its commit record was flushed and synchronous standbys confirmed
-	 * it -- and there is nothing to wait for. A commit that hangs (waiting
-	 * for a synchronous standby) is waited for no longer than our own wait.
-	 */
-	if (TransactionIdIsInProgress(offer) && !dlock_xact_wait(offer, deadline))
-		return false;
-	committed = TransactionIdDidCommit(offer);
-	if (!committed)
+	switch (dlock_wait_take_offer(offer, deadline, &token, &until))
 	{
-		dlock_wait_offer_settled();
-		return true;
+		case -1:
+			return false;
+		case 0:
+			return true;
 	}
-
-	dlock_wait_offered_lease(&token, &until);
-	if (until > GetCurrentTimestamp())
-	{
-		attempt->lease = lease_tuple(tupdesc, cxt, PointerGetDatum(args->lock_name),
-									 UUIDPGetDatum(args->owner), Int64GetDatum(token),
-									 TimestampTzGetDatum(until));
-		attempt->acquired = true;
-	}
-	else
-		dlock_wait_offer_settled();
+	attempt->lease = lease_tuple(tupdesc, cxt, PointerGetDatum(args->lock_name),
+								 UUIDPGetDatum(args->owner), Int64GetDatum(token),
+								 TimestampTzGetDatum(until));
+	attempt->acquired = true;
 	return true;
 }
 
@@ -626,7 +598,10 @@ take_handed_lease(const AcquireArgs *args, TransactionId offer, TimestampTz dead
  * when the lock is not free any more (taken again later in the
  * transaction) or nobody waits. The transaction then commits durably, like
  * any grant, unless both the releasing session and the waiter grant under
- * dlock.durability = fenced.
+ * dlock.durability = fenced. A waiter for a shared lease or a permit, and
+ * those of its kind behind it, are granted by holder_lease.c
+ * (dlock_wait_hand_off_holders); an exclusive waiter on the name's row,
+ * once no shared lease or permit is live.
  */
 void
 dlock_hand_off(text *lock_name)
@@ -639,12 +614,20 @@ dlock_hand_off(text *lock_name)
 
 	/* at pre-commit no statement is running: the audit's SPI needs a snapshot */
 	PushActiveSnapshot(GetTransactionSnapshot());
+	if (dlock_wait_head_is_holder(lock_name))
+	{
+		(void) dlock_wait_hand_off_holders(lock_name, dlock_holder_hand_off);
+		PopActiveSnapshot();
+		return;
+	}
 	dlock_grant_prepare(&commit);
 	dlock_rows_open(&rows);
 
 	/*
 	 * The newest version is this transaction's own release, whose row lock
-	 * it holds: nobody else can have changed it. A name with shared leases
+	 * it holds, or -- after a release of a shared lease or permit, which
+	 * does not write the row -- a free version it locks now, without
+	 * waiting: nobody else can change it until the commit. A name with shared leases
 	 * or permits (holder_lease.c) is handed over only when none is live and
 	 * its kind lock is free now; its token goes above theirs. The check is
 	 * skipped when the row is marked exclusive_only: a holder grant clears
@@ -652,7 +635,8 @@ dlock_hand_off(text *lock_name)
 	 */
 	if (dlock_row_read(&rows, lock_name, &row) &&
 		row.nulls[Anum_owner_token - 1] &&
-		TransactionIdIsCurrentTransactionId(row.xmin))
+		(TransactionIdIsCurrentTransactionId(row.xmin) ||
+		 dlock_row_lock(&rows, &row, LockTupleNoKeyExclusive) == ROW_LOCKED))
 	{
 		TimestampTz busy_until;
 		int64		least_token;
@@ -680,8 +664,11 @@ dlock_hand_off(text *lock_name)
 			args.holder = to.holder_len < 0 ? NULL :
 				cstring_to_text_with_len(to.holder, to.holder_len);
 			set_new_lease(&rows, &row, &args, now, false, least_token, commit.history);
-			/* waiters with lease policies are not handed leases: none here */
+			/* the waiter's own policies (never session_bound: not handed) */
 			memset(&args.policy, 0, sizeof(args.policy));
+			args.policy.max_hold_usecs = to.max_hold_usecs;
+			args.policy.min_hold_usecs = to.min_hold_usecs;
+			args.policy.lock_delay_usecs = to.lock_delay_usecs;
 			dlock_policy_grant(&rows, &row, lock_name, &args.policy, now, NULL);
 			dlock_row_update(&rows, &row);
 			/* the grant is the waiter's: it commits as the waiter asked too */
@@ -749,6 +736,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	ExclusiveWait wait;
 	DlockWaitCall call = {0};
 	AcquireArgs args;
+	DlockHandoff handoff;
 	int64		wait_usecs;
 
 	acquire_args(fcinfo, 3, &args);
@@ -765,10 +753,17 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	call.lock_name = args.lock_name;
 	call.wait_usecs = wait_usecs;
 	call.kind = LEASE_EXCLUSIVE;
-	/* only a plain lease can be handed over: a release knows no options */
-	call.owner = policy_is_plain(&args.policy) ? args.owner : NULL;
-	call.ttl_usecs = args.ttl_usecs;
-	call.holder = args.holder;
+	/*
+	 * A release hands the lease with the policies asked for, decided by the
+	 * same rules; not a session-bound one, which only the waiter's own
+	 * session can bind.
+	 */
+	dlock_wait_handoff_of(&handoff, LEASE_EXCLUSIVE, 0, args.owner, args.ttl_usecs,
+						  args.holder);
+	handoff.max_hold_usecs = args.policy.max_hold_usecs;
+	handoff.min_hold_usecs = args.policy.min_hold_usecs;
+	handoff.lock_delay_usecs = args.policy.lock_delay_usecs;
+	call.handoff = args.policy.session_bound ? NULL : &handoff;
 	call.attempt = exclusive_attempt;
 	call.take_offer = exclusive_take_offer;
 	call.granted_until = exclusive_granted_until;

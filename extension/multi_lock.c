@@ -55,6 +55,7 @@
 #include "schema.h"
 #include "sql_executor.h"
 #include "lease_policy.h"
+#include "wait.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
@@ -405,9 +406,12 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 		}
 	}
 
+	/* no release hands the set a name (wait.c, dlock_wait_set_begin) */
+	dlock_wait_set_begin();
 	granted = grant_set(names, nnames, PG_GETARG_DATUM(1), wait_usecs, owner,
 						PointerGetDatum(holder), holder == NULL, options, option_nulls,
 						rsinfo->setResult, rsinfo->setDesc);
+	dlock_wait_set_end();
 	dlock_sql_finish();
 	dlock_count(granted ? STAT_MULTI_ACQUISITIONS : STAT_MULTI_BUSY, 1);
 	return (Datum) 0;

@@ -40,6 +40,7 @@ PG_MODULE_MAGIC;
 int			dlock_max_ttl_seconds = 86400;
 int			dlock_audit_level = DLOCK_AUDIT_FORCE;
 bool		dlock_test_ignore_timeline = false;
+bool		dlock_test_handoff_past_size = false;
 bool		dlock_test_ignore_epoch = false;
 int			dlock_test_epoch_entries = 0;
 int			dlock_durability = DLOCK_DURABILITY_DURABLE;
@@ -220,6 +221,16 @@ _PG_init(void)
 							 gettext_noop("Leaves the timeline ID out of new fencing tokens (tests only)."),
 							 gettext_noop("Turning this on breaks the token guarantee across failover; it exists so the tests can prove that they detect that."),
 							 &dlock_test_ignore_timeline,
+							 false,
+							 PGC_SUSET,
+							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	/* the negative control of 28-kinds-handoff, as dlock.test_ignore_timeline */
+	DefineCustomBoolVariable("dlock.test_handoff_past_size",
+							 gettext_noop("Lets a release hand one permit more than the semaphore's size (tests only)."),
+							 gettext_noop("Turning this on breaks the bound on live permits; it exists so the tests can prove that they detect that."),
+							 &dlock_test_handoff_past_size,
 							 false,
 							 PGC_SUSET,
 							 GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,

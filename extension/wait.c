@@ -46,23 +46,37 @@
  * release in a prepared transaction committed by another session), and
  * every sleep ends when the caller's wait does.
  *
- * Handoff. A dlock.release that frees a lock somebody waits for does not
- * just wake the head: just before its transaction commits it grants the
+ * Handoff. A release of any kind that frees what somebody waits for does
+ * not just wake the head: just before its transaction commits it grants the
  * lease to the head itself, in the same commit, as the lock manager grants a
  * lock to its first waiter before waking it (proc.c, ProcLockWakeup). Each
- * waiter publishes what a grant needs (owner token, ttl, holder) in its
- * entry; the releasing transaction marks the head "offered" with its
- * transaction ID under the queue's mutex, writes the grant, commits durably
- * (a grant always does), and wakes the head. The head waits for that
- * transaction to end and, once it has committed, returns the lease as the
- * row shows it, writing nothing. A lease handed over must never be lost
- * silently, also when its waiter is gone by the time the grant commits: a
- * waiter that leaves with an offer pending (its wait ran out, cancel, exit)
- * or whose transaction rolls back after it returned a handed lease records
- * that lease as abandoned in its queue -- the name, the handing
- * transaction, the owner token. An attempt that finds a live lease whose
- * row version is exactly that grant treats the lock as free: the lease was
- * never delivered to anyone.
+ * waiter publishes what a grant needs (DlockHandoff: kind, permits, owner
+ * token, ttl, lease policies, holder) in its entry. For an exclusive head,
+ * the releasing transaction marks it "offered" with its transaction ID under
+ * the queue's mutex and writes the grant on the row it released
+ * (dlock_wait_offer_head, lease.c). For a head waiting for a shared lease or
+ * a permit (dlock_wait_hand_off_holders), holder_lease.c runs the waiter's
+ * own decision and grant; once the grant is certain the waiter is claimed
+ * (marked offered), then written, and its token and expiry published. The
+ * waiters right behind it are granted the same way while they wait for the
+ * same kind and can be granted: readers up to the first waiter of another
+ * kind, permit waiters while permits are free. Whoever cannot be granted
+ * ends the batch, so nobody is handed a lease before a waiter queued ahead
+ * of it. The transaction then commits durably (a grant always does) and
+ * wakes the head and every waiter it handed a lease. Each waits for that
+ * transaction to end and, once it has committed, returns the lease as
+ * published, writing nothing. Not handed, only woken: a session-bound
+ * waiter (only its own session can bind the lease) and a multi-lock's waits
+ * (dlock_wait_set_begin) (docs/limits.md).
+ *
+ * A lease handed over must never be lost silently, also when its waiter is
+ * gone by the time the grant commits: a waiter that leaves with an offer
+ * pending (its wait ran out, cancel, exit) or whose transaction rolls back
+ * after it returned a handed lease records that lease as abandoned in its
+ * queue -- the name, the handing transaction, the owner token. An attempt
+ * that finds a live lease or slot whose row version is exactly that grant
+ * treats it as free: the lease was never delivered to anyone (a writer ends
+ * such a slot's lease before its grant).
  *
  * Without preloading there is no shared memory: waiters poll, with a short
  * jittered sleep, and no order is kept; a release hands nothing over.
@@ -82,6 +96,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/builtins.h"
@@ -92,6 +107,7 @@
 #include "args.h"
 #include "stats.h"
 #include "durability.h"
+#include "lock_row.h"
 #include "wait.h"
 
 PG_FUNCTION_INFO_V1(dlock_waiters);
@@ -103,7 +119,7 @@ PG_FUNCTION_INFO_V1(dlock_waiters);
 #define MAX_HOLDER_BYTES (DLOCK_MAX_HOLDER_CHARS * MAX_MULTIBYTE_CHAR_LEN)
 
 /* Abandoned handed-over leases remembered per queue, the oldest replaced */
-#define ABANDONED_PER_QUEUE 4
+#define ABANDONED_PER_QUEUE 8
 
 /* Longest sleep of a queue's head, and of a waiter behind it */
 #define MAX_HEAD_SLEEP_MS 500
@@ -159,13 +175,9 @@ typedef struct Waiter
 	uint64		hash;
 	int			name_len;
 	/* what a release needs to grant the lease to this waiter */
-	bool		may_hand_off;	/* a plain exclusive lease (owner known) */
-	pg_uuid_t	owner;
-	int64		ttl_usecs;
-	bool		fenced;			/* its dlock.durability is fenced */
-	int			holder_len;		/* -1: no holder */
+	bool		may_hand_off;
+	DlockHandoff to;
 	char		name[MAX_NAME_BYTES];
-	char		holder[MAX_HOLDER_BYTES];
 } Waiter;
 
 typedef struct DlockWaitShared
@@ -184,6 +196,9 @@ static Waiter *me = NULL;
 static uint32 seen_wakeups = 0;
 static int	turns = 0;			/* calls of wait_turn */
 static bool slept = false;
+
+/* Inside a multi-lock's set of grants: its waits are never handed a lease */
+static bool in_set = false;
 
 /*
  * Wake-ups this transaction sends when it ends: for a release, at commit;
@@ -245,6 +260,25 @@ waits_for(const Waiter *w, uint64 hash, const char *name, int len)
 }
 
 /*
+ * Take the mutex of lock_name's queue (*q) and return the index of its head,
+ * or NO_WAITER; the caller releases the mutex.
+ */
+static int
+lock_head(text *lock_name, WaitQueue **q)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash = name_hash(name, len);
+
+	*q = queue_of(hash);
+	SpinLockAcquire(&(*q)->mutex);
+	for (int i = (*q)->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		if (wait_shared->waiters[i].head && waits_for(&wait_shared->waiters[i], hash, name, len))
+			return i;
+	return NO_WAITER;
+}
+
+/*
  * Remember that the lease transaction xid granted to owner was never
  * returned; caller holds q's mutex.
  */
@@ -278,13 +312,14 @@ wake_latch(int index)
 
 /*
  * Wake the head of every queued name with this hash (one name, unless two
- * names' 64-bit hashes collide).
+ * names' 64-bit hashes collide), and every waiter a release handed a lease
+ * (a batch of readers or permits).
  */
 static void
 wake_heads(uint64 hash)
 {
 	WaitQueue  *q = queue_of(hash);
-	int			woken[4];
+	int			woken[64];
 	int			nwoken = 0;
 
 	SpinLockAcquire(&q->mutex);
@@ -292,10 +327,10 @@ wake_heads(uint64 hash)
 	{
 		Waiter	   *w = &wait_shared->waiters[i];
 
-		if (w->head && w->hash == hash)
+		if ((w->head || TransactionIdIsValid(w->offered_xid)) && w->hash == hash)
 		{
 			count_wakeup(i);
-			/* beyond four colliding names, the rest see it on their timer */
+			/* beyond 64, the rest see it on their timer */
 			if (nwoken < (int) lengthof(woken))
 				woken[nwoken++] = i;
 		}
@@ -370,7 +405,7 @@ leave_queue(TimestampTz granted_until, TransactionId taken_offer)
 		 * A release is granting us the lease in its commit, or has: leaving
 		 * now, we will never return it.
 		 */
-		abandon_lease(q, me->dbid, me->hash, me->offered_xid, &me->owner);
+		abandon_lease(q, me->dbid, me->hash, me->offered_xid, &me->to.owner);
 		granted_until = 0;
 	}
 	me->offered_xid = InvalidTransactionId;
@@ -423,10 +458,11 @@ wait_exit_callback(int code, Datum arg)
 }
 
 /*
- * Join the tail of lock_name's queue.
+ * Join the tail of lock_name's queue; a release may hand the lease "to"
+ * describes to us, unless it is NULL.
  */
 static void
-join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holder)
+join_queue(text *lock_name, const DlockHandoff *to)
 {
 	static bool exit_callback_registered = false;
 	int			index = dlock_my_procno();
@@ -450,17 +486,9 @@ join_queue(text *lock_name, const pg_uuid_t *owner, int64 ttl_usecs, text *holde
 	w->hash = name_hash(name, len);
 	w->name_len = len;
 	memcpy(w->name, name, len);
-	w->may_hand_off = owner != NULL;
-	if (owner != NULL)
-		w->owner = *owner;
-	w->ttl_usecs = ttl_usecs;
-	w->fenced = dlock_grants_fenced();
-	w->holder_len = -1;
-	if (holder != NULL)
-	{
-		w->holder_len = Min(VARSIZE_ANY_EXHDR(holder), MAX_HOLDER_BYTES);
-		memcpy(w->holder, VARDATA_ANY(holder), w->holder_len);
-	}
+	w->may_hand_off = to != NULL;
+	if (to != NULL)
+		w->to = *to;
 	w->offered_xid = InvalidTransactionId;
 	seen_wakeups = pg_atomic_read_u32(&w->wakeups);
 	q = queue_of(w->hash);
@@ -592,24 +620,64 @@ dlock_waiters(PG_FUNCTION_ARGS)
 }
 
 /*
- * Start a dlock.acquire call that may wait up to wait_usecs, for a lease of
- * ttl_usecs for owner (holder may be NULL). With shared memory and a non-zero
- * wait, this joins lock_name's queue, before the first attempt, so that a
- * release committed between that attempt and the first sleep still wakes
- * us; a release may then hand us the lease (current_offer) -- unless owner
- * is NULL: a caller that wants another kind of lease or lease policies is
- * only woken. Call it inside the PG_TRY whose PG_FINALLY calls
- * leave_wait.
+ * Start an acquire call that may wait up to wait_usecs. With shared memory
+ * and a non-zero wait, this joins lock_name's queue, before the first
+ * attempt, so that a release committed between that attempt and the first
+ * sleep still wakes us; a release may then hand us the lease "to"
+ * describes (current_offer) -- unless it is NULL, or the call is one name
+ * of a multi-lock's set (dlock_wait_set_begin): such a caller is only
+ * woken. Call it inside the PG_TRY whose PG_FINALLY calls leave_wait.
  */
 static void
-prepare_wait(text *lock_name, int64 wait_usecs, const pg_uuid_t *owner,
-				   int64 ttl_usecs, text *holder)
+prepare_wait(text *lock_name, int64 wait_usecs, const DlockHandoff *to)
 {
 	leave_queue(0, InvalidTransactionId);	/* never left over, but be sure */
 	turns = 0;
 	slept = false;
 	if (wait_shared != NULL && wait_usecs > 0)
-		join_queue(lock_name, owner, ttl_usecs, holder);
+		join_queue(lock_name, in_set ? NULL : to);
+}
+
+/*
+ * Fill *to with what a release needs to grant an acquire call of kind its
+ * lease (permits: a permit's semaphore size; holder may be NULL); the lease
+ * policies start empty, for the caller to set.
+ */
+void
+dlock_wait_handoff_of(DlockHandoff *to, DlockLeaseKind kind, int32 permits,
+					  const pg_uuid_t *owner, int64 ttl_usecs, text *holder)
+{
+	memset(to, 0, offsetof(DlockHandoff, holder));
+	to->kind = kind;
+	to->permits = permits;
+	to->owner = *owner;
+	to->ttl_usecs = ttl_usecs;
+	to->fenced = dlock_grants_fenced();
+	to->holder_len = -1;
+	if (holder != NULL)
+	{
+		to->holder_len = Min(VARSIZE_ANY_EXHDR(holder), MAX_HOLDER_BYTES);
+		memcpy(to->holder, VARDATA_ANY(holder), to->holder_len);
+	}
+}
+
+/*
+ * A multi-lock (multi_lock.c) is about to take its set name by name: no
+ * release hands it one of them. No commit can grant it the whole set --
+ * each name is freed by its own release -- and a name handed in another
+ * transaction's commit would not roll back with a set that then fails
+ * (docs/limits.md). Until dlock_wait_set_end or the transaction's end.
+ */
+void
+dlock_wait_set_begin(void)
+{
+	in_set = true;
+}
+
+void
+dlock_wait_set_end(void)
+{
+	in_set = false;
 }
 
 /*
@@ -676,41 +744,203 @@ dlock_wait_offer_settled(void)
 bool
 dlock_wait_offer_head(text *lock_name, int64 token, TimestampTz now, DlockHandoff *to)
 {
-	const char *name = VARDATA_ANY(lock_name);
-	int			len = VARSIZE_ANY_EXHDR(lock_name);
-	uint64		hash;
 	WaitQueue  *q;
+	int			head;
 	bool		offered = false;
 
 	if (wait_shared == NULL)
 		return false;
-	hash = name_hash(name, len);
-	q = queue_of(hash);
-
-	SpinLockAcquire(&q->mutex);
-	for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+	head = lock_head(lock_name, &q);
+	if (head != NO_WAITER)
 	{
-		Waiter	   *w = &wait_shared->waiters[i];
+		Waiter	   *w = &wait_shared->waiters[head];
 
-		if (!w->head || !waits_for(w, hash, name, len))
-			continue;
-		if (w->may_hand_off && !TransactionIdIsValid(w->offered_xid))
+		if (w->may_hand_off && w->to.kind == LEASE_EXCLUSIVE &&
+			!TransactionIdIsValid(w->offered_xid))
 		{
 			w->offered_xid = GetTopTransactionId();
 			w->offered_token = token;
-			w->offered_until = now + w->ttl_usecs;
-			to->owner = w->owner;
-			to->ttl_usecs = w->ttl_usecs;
-			to->fenced = w->fenced;
-			to->holder_len = w->holder_len;
-			if (w->holder_len > 0)
-				memcpy(to->holder, w->holder, w->holder_len);
+			w->offered_until = dlock_time_plus(now, w->to.ttl_usecs);
+			*to = w->to;
 			offered = true;
 		}
-		break;
 	}
 	SpinLockRelease(&q->mutex);
 	return offered;
+}
+
+/*
+ * Whether the longest waiter for lock_name waits for a shared lease or a
+ * permit that a release may hand it (dlock_wait_hand_off_holders).
+ */
+bool
+dlock_wait_head_is_holder(text *lock_name)
+{
+	WaitQueue  *q;
+	int			head;
+	bool		holder = false;
+
+	if (wait_shared == NULL)
+		return false;
+	head = lock_head(lock_name, &q);
+	if (head != NO_WAITER)
+		holder = wait_shared->waiters[head].may_hand_off &&
+			wait_shared->waiters[head].to.kind != LEASE_EXCLUSIVE;
+	SpinLockRelease(&q->mutex);
+	return holder;
+}
+
+/* A waiter that a release is about to grant a holder lease (claim_waiter) */
+typedef struct HolderClaim
+{
+	WaitQueue  *q;
+	int			index;
+	uint64		hash;
+	const char *name;
+	int			len;
+	pg_uuid_t	owner;
+	TransactionId xid;
+} HolderClaim;
+
+/*
+ * The grant for waiter c->index is certain: mark it offered by this
+ * transaction, if it still waits as it did when chosen and has no offer.
+ * From now on it takes the lease, or abandons it (leave_queue).
+ */
+static bool
+claim_waiter(void *arg)
+{
+	HolderClaim *c = arg;
+	Waiter	   *w = &wait_shared->waiters[c->index];
+	bool		claimed;
+
+	SpinLockAcquire(&c->q->mutex);
+	claimed = w->queue == (int) (c->hash % WAIT_SLOTS) &&
+		waits_for(w, c->hash, c->name, c->len) && w->may_hand_off &&
+		memcmp(&w->to.owner, &c->owner, sizeof(pg_uuid_t)) == 0 &&
+		!TransactionIdIsValid(w->offered_xid);
+	if (claimed)
+	{
+		w->offered_xid = c->xid;
+		w->offered_token = 0;	/* published once written */
+		w->offered_until = 0;
+	}
+	SpinLockRelease(&c->q->mutex);
+	return claimed;
+}
+
+/*
+ * Hand shared leases or permits of lock_name, freed by the current
+ * transaction's release, to the longest waiters, in this transaction: called
+ * just before it commits (dlock_hand_off). The head must wait for a shared
+ * lease or a permit; then the waiters right behind it that wait for the same
+ * kind are granted too, in queue order, as long as grant (holder_lease.c)
+ * can grant them: every reader up to the first waiter of another kind, as
+ * many permit waiters as permits are free. The first waiter that cannot be
+ * granted ends the batch, so no waiter is handed a lease before one queued
+ * ahead of it. Returns how many were handed a lease; they are woken at the
+ * commit with the head.
+ */
+int
+dlock_wait_hand_off_holders(text *lock_name, DlockHolderHandOff grant)
+{
+	const char *name = VARDATA_ANY(lock_name);
+	int			len = VARSIZE_ANY_EXHDR(lock_name);
+	uint64		hash;
+	WaitQueue  *q;
+	TransactionId xid;
+	DlockLeaseKind batch = NUM_LEASE_KINDS;
+	int			handed = 0;
+
+	if (wait_shared == NULL)
+		return 0;
+	hash = name_hash(name, len);
+	q = queue_of(hash);
+	xid = GetTopTransactionId();
+	for (;;)
+	{
+		HolderClaim c;
+		DlockHandoff to;
+		bool		found = false;
+		int64		token;
+		TimestampTz until;
+
+		SpinLockAcquire(&q->mutex);
+		for (int i = q->first; i != NO_WAITER; i = wait_shared->waiters[i].next)
+		{
+			Waiter	   *w = &wait_shared->waiters[i];
+
+			if (!waits_for(w, hash, name, len) || TransactionIdEquals(w->offered_xid, xid))
+				continue;
+			/* the longest waiter not handed a lease yet, if it fits the batch */
+			if (w->may_hand_off && w->to.kind != LEASE_EXCLUSIVE &&
+				!TransactionIdIsValid(w->offered_xid) &&
+				(batch == NUM_LEASE_KINDS ? w->head : w->to.kind == batch))
+			{
+				c.index = i;
+				to = w->to;
+				found = true;
+			}
+			break;
+		}
+		SpinLockRelease(&q->mutex);
+		if (!found)
+			break;
+
+		c.q = q;
+		c.hash = hash;
+		c.name = name;
+		c.len = len;
+		c.owner = to.owner;
+		c.xid = xid;
+		if (!grant(lock_name, &to, claim_waiter, &c, &token, &until))
+			break;
+
+		/* what the waiter returns once this transaction has committed */
+		SpinLockAcquire(&q->mutex);
+		if (TransactionIdEquals(wait_shared->waiters[c.index].offered_xid, xid))
+		{
+			wait_shared->waiters[c.index].offered_token = token;
+			wait_shared->waiters[c.index].offered_until = until;
+		}
+		SpinLockRelease(&q->mutex);
+		batch = to.kind;
+		handed++;
+	}
+	return handed;
+}
+
+/*
+ * Take the lease that transaction "offer" handed us in its commit (see the
+ * header comment): wait for it to end -- it was committing when it made the
+ * offer -- up to deadline (0: no bound). Returns -1 when the wait ran out
+ * first (the caller gives up, which abandons the offer), 0 when there is no
+ * lease to take (it rolled back, or the lease expired meanwhile: the offer
+ * is settled and the caller attempts as usual), 1 with the lease's token
+ * and expiry. Reads and writes no table.
+ */
+int
+dlock_wait_take_offer(TransactionId offer, TimestampTz deadline, int64 *token,
+					  TimestampTz *until)
+{
+	/*
+	 * Woken at its commit, it has normally left the proc array already --
+	 * after its commit record was flushed and synchronous standbys confirmed
+	 * it -- and there is nothing to wait for. A commit that hangs (waiting
+	 * for a synchronous standby) is waited for no longer than our own wait.
+	 */
+	if (TransactionIdIsInProgress(offer) && !dlock_xact_wait(offer, deadline))
+		return -1;
+	if (!TransactionIdDidCommit(offer))
+	{
+		dlock_wait_offer_settled();
+		return 0;
+	}
+	dlock_wait_offered_lease(token, until);
+	if (*until > GetCurrentTimestamp())
+		return 1;
+	dlock_wait_offer_settled();
+	return 0;
 }
 
 /*
@@ -940,7 +1170,7 @@ finish_wait(bool acquired, DlockLeaseKind kind, TimestampTz lease_until,
 		if (TransactionIdIsValid(handed_by))
 		{
 			p->handed_xid = handed_by;
-			p->handed_owner = me->owner;
+			p->handed_owner = me->to.owner;
 		}
 		leave_queue(lease_until, handed_by);
 	}
@@ -985,7 +1215,7 @@ take_turns(const DlockWaitCall *call)
 	 * wait_turn says when it is our turn to attempt, or when a release has
 	 * handed us the lease.
 	 */
-	prepare_wait(call->lock_name, call->wait_usecs, call->owner, call->ttl_usecs, call->holder);
+	prepare_wait(call->lock_name, call->wait_usecs, call->handoff);
 	while (wait_turn(busy_until, call->wait_usecs - waited_usecs))
 	{
 		TransactionId offer = current_offer();
@@ -1085,16 +1315,9 @@ dlock_hand_off_at_commit(text *lock_name)
 static bool
 has_head(text *lock_name)
 {
-	const char *name = VARDATA_ANY(lock_name);
-	int			len = VARSIZE_ANY_EXHDR(lock_name);
-	uint64		hash = name_hash(name, len);
-	WaitQueue  *q = queue_of(hash);
-	bool		found = false;
+	WaitQueue  *q;
+	bool		found = lock_head(lock_name, &q) != NO_WAITER;
 
-	SpinLockAcquire(&q->mutex);
-	for (int i = q->first; i != NO_WAITER && !found; i = wait_shared->waiters[i].next)
-		found = wait_shared->waiters[i].head &&
-			waits_for(&wait_shared->waiters[i], hash, name, len);
 	SpinLockRelease(&q->mutex);
 	return found;
 }
@@ -1149,6 +1372,8 @@ dlock_wait_xact_end(XactEvent event)
 	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
 	bool		abort = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
 
+	if (commit || abort)
+		in_set = false;			/* a set's call that errored out */
 	if (npending == 0)
 		return;
 	if (commit || abort)
@@ -1169,6 +1394,7 @@ dlock_wait_xact_end(XactEvent event)
 	 */
 	if (commit || abort || event == XACT_EVENT_PREPARE)
 		drop_pending(0);
+
 }
 
 /*
@@ -1181,6 +1407,8 @@ dlock_wait_subxact_end(SubXactEvent event)
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
 
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		in_set = false;			/* a set's call that errored out */
 	if (npending == 0 ||
 		(event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB))
 		return;

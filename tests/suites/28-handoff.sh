@@ -97,6 +97,43 @@ scenario cancel pg_cancel_backend
 scenario terminate pg_terminate_backend
 scenario timeout timeout
 
+# holder_scenario permit|shared: the same for a permit waiter (a semaphore of
+# one permit, released) and a reader (waiting behind an exclusive lease,
+# released): its wait of 2 s runs out while the release's commit is stalled;
+# the slot the release granted it is abandoned, and a newcomer of its kind
+# gets the name at once
+holder_scenario() {
+	local name=handoff:$1 waiter_pid release_pid take got
+	if [ "$1" = permit ]; then
+		sql "SELECT dlock.try_acquire_permit('$name', 1, '5 minutes', '$holder', 'holder')" >/dev/null
+		take="dlock.acquire_permit('$name', 1, '5 minutes', '2 seconds', '$waiter', 'waiter')"
+		got="dlock.try_acquire_permit('$name', 1, '1 minute', '$newcomer', 'newcomer')"
+	else
+		sql "SELECT dlock.try_acquire('$name', '5 minutes', '$holder', 'holder')" >/dev/null
+		take="dlock.acquire_shared('$name', '5 minutes', '2 seconds', '$waiter', 'waiter')"
+		got="dlock.try_acquire('$name', '1 minute', '$newcomer', 'newcomer')"
+	fi
+	psql -X -q -At -c "SELECT fencing_token FROM $take" >"$scratch/$1.waiter" 2>&1 &
+	waiter_pid=$!
+	check "$1: the waiter is queued" await "SELECT dlock.waiters('$name') = 1"
+	stall_commits
+	psql -X -q -At -c "SELECT dlock.release('$name', '$holder')" >"$scratch/$1.release" 2>&1 &
+	release_pid=$!
+	check "$1: the release's commit waits for the synchronous standby" \
+		await "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '%dlock.release(''$name''%'"
+	check "$1: the waiter's wait ran out while the release's commit was stalled" wait_bounded "$waiter_pid" 15
+	check "$1: the waiter's call ended without a lease ($(head -n 1 "$scratch/$1.waiter"))" grep -qv '^[0-9]' "$scratch/$1.waiter"
+	resume_commits
+	wait "$release_pid"
+	check "$1: the slot shows the lease the release granted to the waiter" \
+		test "$(sql "SELECT count(*) FROM dlock.lock_holders WHERE lock_name = '$name' AND holder = 'waiter'")" = 1
+	check "$1: a newcomer gets the name at once (the abandoned $1 is free)" \
+		test "$(sql "SELECT (SELECT fencing_token FROM $got) IS NOT NULL")" = t
+}
+
+holder_scenario permit
+holder_scenario shared
+
 # negative control: a lease handed to a waiter that returned it is not
 # abandoned, and a newcomer is refused
 name=handoff:kept
