@@ -118,34 +118,6 @@ wait "$first_client"
 check "a wait that ran out in the queue is counted with its length (waits, timeouts, >= 0.3 s: $counted)" \
 	test "$counted" = "1 1 true"
 
-# A permit taken and released in one transaction keeps the semaphore's kind
-# lock to its transaction's end; the head of the queue, woken by the release,
-# must find that lock gone, not back off and sleep on it: wake-ups are sent
-# once the ending transaction has released its locks. 8 clients on a
-# semaphore of 4, both calls in one transaction against the same calls in
-# two: wake-ups sent at the commit callback (before the locks go) ran at
-# 0.3-0.5x here, sent after the locks 0.85-1.5x.
-cat >"$scratch/permit-one.sql" <<'EOF'
-\set u random(1, 1000000000)
-SELECT dlock.release('waiting-sem', (dlock.acquire_permit('waiting-sem', 4, '30 s', '20 s', md5(:u::text)::uuid)).owner_token);
-EOF
-cat >"$scratch/permit-two.sql" <<'EOF'
-\set u random(1, 1000000000)
-SELECT (dlock.acquire_permit('waiting-sem', 4, '30 s', '20 s', md5(:u::text)::uuid)).owner_token;
-SELECT dlock.release('waiting-sem', md5(:u::text)::uuid);
-EOF
-permit_tps() {
-	"$PG_BINDIR/pgbench" -n -M prepared -c 8 -j 2 -T 3 -f "$scratch/permit-$1.sql" 2>&1 |
-		awk '/failed transactions: [1-9]/ { bad = 1 } /^tps/ { tps = $3 } END { print bad ? "failed" : tps }'
-}
-# taken in turns, twice each, so that a change of the machine's load meets both
-one=$(permit_tps one) two=$(permit_tps two)
-one="$one $(permit_tps one)" two="$two $(permit_tps two)"
-check "a permit taken and released in one transaction runs at >= 0.7x two transactions (8 clients: $one vs $two per second)" \
-	awk -v one="$one" -v two="$two" 'BEGIN { n = split(one, a, " "); split(two, b, " ")
-		for (i = 1; i <= n; i++) { if (a[i] + 0 <= 0 || b[i] + 0 <= 0) exit 1; x += a[i]; y += b[i] }
-		exit !(n == 2 && x >= 0.7 * y) }'
-
 # Without shared_preload_libraries there is no queue: waiters poll. A second
 # server without preloading: a wait runs out with 55P03, and a waiter gets the
 # lock after a release.
