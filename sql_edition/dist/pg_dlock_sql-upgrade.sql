@@ -3045,6 +3045,30 @@ DROP FUNCTION dlock._check_holder_policy(interval, interval, interval, interval)
 -- The holder grant: a slot decided by dlock._decide
 ------------------------------------------------------------------------------
 
+/*
+ * The holder slots of a name at "now", for a grant of kind p_kind: the live
+ * leases of the other kind (live_other), the slots of this kind that are
+ * live or kept from new owners by their min_hold or lock delay, as
+ * dlock._decide judges them (taken_same: a semaphore's permits in use), and
+ * the permits of the live ones (live_permits). Read in the caller's
+ * statement's snapshot.
+ */
+CREATE FUNCTION dlock._holder_counts(p_lock_name text, p_kind "char", p_now timestamptz,
+									 OUT live_other bigint, OUT taken_same bigint, OUT live_permits integer)
+RETURNS record LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT pg_catalog.count(*) FILTER (WHERE h.kind OPERATOR(pg_catalog.<>) p_kind AND h.owner_token IS NOT NULL
+												AND h.lease_until OPERATOR(pg_catalog.>) p_now),
+		   pg_catalog.count(*) FILTER (WHERE h.kind OPERATOR(pg_catalog.=) p_kind),
+		   pg_catalog.max(h.permits) FILTER (WHERE h.kind OPERATOR(pg_catalog.=) p_kind AND h.owner_token IS NOT NULL
+												  AND h.lease_until OPERATOR(pg_catalog.>) p_now)
+	  FROM dlock.lock_holder h
+	 WHERE h.lock_name OPERATOR(pg_catalog.=) p_lock_name
+	   AND (dlock._decide(h.owner_token IS NOT NULL, h.lease_until, h.lock_delay, h.not_before, p_now)).available_at IS NOT NULL
+$$;
+REVOKE ALL ON FUNCTION dlock._holder_counts(text, "char", timestamptz) FROM PUBLIC;
+
 DROP FUNCTION dlock._try_holder("char", text, integer, interval, uuid, text, timestamptz, boolean);
 CREATE FUNCTION dlock._try_holder(p_kind "char", p_lock_name text, p_permits integer, p_ttl interval,
 								  p_owner uuid, p_holder text, p_until timestamptz DEFAULT NULL,
@@ -3079,15 +3103,7 @@ BEGIN
 				RETURN NULL;
 			END IF;
 		END IF;
-		-- live_other and live_permits count live leases; taken_same counts
-		-- the slots of this kind that are live or kept by their policies
-		SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now),
-			   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind),
-			   pg_catalog.max(h2.permits) FILTER (WHERE h2.kind = p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now)
-		  INTO live_other, taken_same, live_permits
-		  FROM dlock.lock_holder h2
-		 WHERE h2.lock_name = p_lock_name
-		   AND (dlock._decide(h2.owner_token IS NOT NULL, h2.lease_until, h2.lock_delay, h2.not_before, now)).available_at IS NOT NULL;
+		SELECT * INTO live_other, taken_same, live_permits FROM dlock._holder_counts(p_lock_name, p_kind, now);
 		IF live_other > 0 THEN
 			RAISE EXCEPTION USING ERRCODE = 'PD020',
 				MESSAGE = pg_catalog.format('lock "%s" is held as %s', p_lock_name,
@@ -3141,13 +3157,7 @@ BEGIN
 					RAISE SQLSTATE 'PD098';
 				END IF;
 			END IF;
-			SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now),
-				   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind),
-				   pg_catalog.max(h2.permits) FILTER (WHERE h2.kind = p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now)
-			  INTO live_other, taken_same, live_permits
-			  FROM dlock.lock_holder h2
-			 WHERE h2.lock_name = p_lock_name
-			   AND (dlock._decide(h2.owner_token IS NOT NULL, h2.lease_until, h2.lock_delay, h2.not_before, now)).available_at IS NOT NULL;
+			SELECT * INTO live_other, taken_same, live_permits FROM dlock._holder_counts(p_lock_name, p_kind, now);
 			IF live_other > 0 OR (p_kind = 'p' AND live_permits IS NOT NULL AND live_permits <> p_permits) THEN
 				RAISE SQLSTATE 'PD097';	-- changed meanwhile: report it as above
 			END IF;
@@ -3175,13 +3185,7 @@ BEGIN
 					PERFORM dlock._end_expired_leases(p_lock_name, now, true, p_polling);
 				END IF;
 			END IF;
-			SELECT pg_catalog.count(*) FILTER (WHERE h2.kind <> p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now),
-				   pg_catalog.count(*) FILTER (WHERE h2.kind = p_kind),
-				   pg_catalog.max(h2.permits) FILTER (WHERE h2.kind = p_kind AND h2.owner_token IS NOT NULL AND h2.lease_until > now)
-			  INTO live_other, taken_same, live_permits
-			  FROM dlock.lock_holder h2
-			 WHERE h2.lock_name = p_lock_name
-			   AND (dlock._decide(h2.owner_token IS NOT NULL, h2.lease_until, h2.lock_delay, h2.not_before, now)).available_at IS NOT NULL;
+			SELECT * INTO live_other, taken_same, live_permits FROM dlock._holder_counts(p_lock_name, p_kind, now);
 			IF live_other > 0 OR (p_kind = 'p' AND live_permits IS NOT NULL AND live_permits <> p_permits) THEN
 				RAISE SQLSTATE 'PD097';	-- changed meanwhile: report it as above
 			END IF;
