@@ -232,7 +232,8 @@ check "ALTER EXTENSION pg_dlock_sql UPDATE from 1.2 through every step ($up2_sta
 check_same_surface_as_new $up2_db up2
 
 # from 1.5 to 1.6: the six acquire functions are replaced by the C extension's
-# 1.6 signatures; a privilege given or taken on the old ones stays with the new
+# 1.6 signatures; a privilege given or taken on the old ones stays with the new.
+# Then from 1.6 to 1.7 (below): the policies of shared leases and permits.
 up6_db=dlock_sqled_update6
 owner_database $up6_db $owner
 q postgres "SET client_min_messages = warning" "DROP ROLE IF EXISTS regress_sqled_up6" "CREATE ROLE regress_sqled_up6" >/dev/null
@@ -260,21 +261,19 @@ audit_round() {
 }
 up5_audit=$(audit_round up5)
 check "negative control: 1.5 audits none of the renewals and expiries checked below (${up5_audit:-none})" test -z "$up5_audit"
-up6_state=$(AS=$owner sqlstate $up6_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+up6_state=$(AS=$owner sqlstate $up6_db "ALTER EXTENSION pg_dlock_sql UPDATE TO '1.6'")
 up6_acl=$(q $up6_db "SELECT has_function_privilege('public', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
 		has_function_privilege('regress_sqled_up6', 'dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval)', 'EXECUTE'),
 		has_function_privilege('regress_sqled_up6', 'dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval)', 'EXECUTE'),
 		has_function_privilege('public', 'dlock.try_acquire_shared(text, interval, uuid, text, interval, interval, interval)', 'EXECUTE'),
 		(SELECT count(*) FROM pg_proc WHERE pronamespace = 'dlock'::regnamespace AND proname LIKE '\_old\_%')")
-check "ALTER EXTENSION UPDATE from 1.5 to $version ($up6_state) keeps each acquire function's privileges (PUBLIC, a role's grant on try_acquire_all, acquire_permit revoked, try_acquire_shared untouched; old ones left: $up6_acl)" \
+check "ALTER EXTENSION UPDATE from 1.5 to 1.6 ($up6_state) keeps each acquire function's privileges (PUBLIC, a role's grant on try_acquire_all, acquire_permit revoked, try_acquire_shared untouched; old ones left: $up6_acl)" \
 	test "$up6_state $up6_acl" = "ok f|t|f|t|0"
 up6_kept=$(AS=$owner q $up6_db "SELECT dlock.renew('up6:sh', '00000000-0000-0000-0000-0000000000c3', '1 hour') IS NOT NULL")
 check "... and a shared lease held across it renews ($up6_kept, token $up6_sh)" test "$up6_kept" = t
-# with PUBLIC's privileges given back, the surface of a new installation
-AS=$owner q $up6_db "GRANT EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval), dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval) TO PUBLIC" >/dev/null
-check_same_surface_as_new $up6_db up6
 # the 1.6 options: a multi-lock's are given to every name; a shared lease's
-# or permit's are checked as try_acquire's, then refused (0A000) with nothing written
+# or permit's are checked as try_acquire's, then refused (0A000) with nothing
+# written in 1.6 (the negative control of 1.7's policies below)
 up6_set=$(AS=$owner q $up6_db "SELECT count(*) FROM dlock.try_acquire_all(ARRAY['up6:a', 'up6:b'], '10 s', max_hold => '20 s', min_hold => '1 s', lock_delay => '3 s')" \
 	"SELECT string_agg(lock_name || ' ' || (hold_limit - acquired_at) || ' ' || (min_hold_until - acquired_at) || ' ' || lock_delay, ', ' ORDER BY lock_name) FROM dlock.distributed_lock WHERE lock_name LIKE 'up6:_'" | tr '\n' ' ')
 check "try_acquire_all's max_hold, min_hold and lock_delay are kept by the lease of every name ($up6_set)" \
@@ -288,24 +287,103 @@ for call in "dlock.try_acquire_shared('up6:h', '10 s', max_hold => '20 s')" "dlo
 	up6_holder+="$(AS=$owner sqlstate $up6_db "SELECT $call") "
 done
 up6_left=$(AS=$owner q $up6_db "SELECT (SELECT count(*) FROM dlock.lock_holder WHERE lock_name LIKE 'up6:_') + (SELECT count(*) FROM dlock.distributed_lock WHERE lock_name IN ('up6:c', 'up6:d', 'up6:h'))")
-check "a multi-lock's option that does not fit refuses the set (22023, 55000 for session_bound: $up6_all_bad $up6_all_sb); a shared lease's or permit's policy is refused (0A000), its bad input as try_acquire's (22023): $up6_holder; nothing left ($up6_left)" \
+check "1.6: a multi-lock's option that does not fit refuses the set (22023, 55000 for session_bound: $up6_all_bad $up6_all_sb); a shared lease's or permit's policy is refused (0A000), its bad input as try_acquire's (22023): $up6_holder; nothing left ($up6_left)" \
 	test "$up6_all_bad $up6_all_sb $up6_holder$up6_left" = "22023 55000 0A000 0A000 0A000 0A000 22023 22023 0"
 up6_audit=$(audit_round up6)
 check "renewals of every kind and the expiries of a shared lease and a permit are audited at audit = all ($up6_audit)" \
 	test "$up6_audit" = "renew up6:x writer true, renew up6:s reader true, renew up6:p permit true, renew_refused up6:p - false, expire up6:s reader true, expire up6:p permit true, expire up6:w reader before a writer true"
+
+# from 1.6 to 1.7: a shared lease's or permit's max_hold, min_hold and
+# lock_delay are kept by its holder slot and judged by dlock._decide, as a
+# name's row is; the dlock.settings rows max_hold and lock_delay are every
+# kind's defaults (docs/lease-policies.md, "Every kind"). The checks of
+# regress kind-policies that its SET dlock.* keep from running here.
+up7_sh=$(AS=$owner q $up6_db "SELECT fencing_token FROM dlock.try_acquire_shared('up7:held', '1 hour', '00000000-0000-0000-0000-0000000000c7')")
+up7_state=$(AS=$owner sqlstate $up6_db "ALTER EXTENSION pg_dlock_sql UPDATE")
+up7_kept=$(AS=$owner q $up6_db "SELECT extversion FROM pg_extension WHERE extname = 'pg_dlock_sql'" \
+	"SELECT dlock.renew('up7:held', '00000000-0000-0000-0000-0000000000c7', '1 hour') IS NOT NULL" | tr '\n' ' ')
+check "ALTER EXTENSION UPDATE from 1.6 to $version ($up7_state; version, a shared lease held across it renews: $up7_kept, token $up7_sh)" \
+	test "$up7_state $up7_kept" = "ok $version t "
+# with PUBLIC's privileges given back, the surface of a new installation
+AS=$owner q $up6_db "GRANT EXECUTE ON FUNCTION dlock.try_acquire_all(text[], interval, uuid, text, boolean, interval, interval, interval), dlock.acquire_permit(text, integer, interval, interval, uuid, text, interval, interval, interval) TO PUBLIC" >/dev/null
+check_same_surface_as_new $up6_db up6
+AS=$owner q $up6_db "DELETE FROM dlock.lock_holder WHERE lock_name LIKE 'up6:_'" >/dev/null
+up7_holder=""
+for call in "dlock.try_acquire_shared('up6:h', '10 s', max_hold => '20 s')" "dlock.acquire_shared('up6:h', '10 s', '0', min_hold => '1 s')" \
+	"dlock.try_acquire_permit('up6:hp', 2, '10 s', lock_delay => '1 s')" "dlock.acquire_permit('up6:hp', 2, '10 s', '0', max_hold => '10 s')" \
+	"dlock.try_acquire_shared('up6:h', '10 s', max_hold => '0')" "dlock.try_acquire_permit('up6:hp', 2, '10 s', min_hold => '11 s')"; do
+	up7_holder+="$(AS=$owner sqlstate $up6_db "SELECT $call") "
+done
+up7_cols=$(AS=$owner q $up6_db "SELECT string_agg(lock_name || ' ' || coalesce((hold_limit - acquired_at)::text, '-') || ' ' || coalesce((min_hold_until - acquired_at)::text, '-') || ' ' || coalesce(lock_delay::text, '-'), ', ' ORDER BY lock_name, slot) FROM dlock.lock_holder WHERE lock_name LIKE 'up6:h%'")
+check "$version grants the policies 1.6 refused, each kept by its slot, and refuses their bad input as before ($up7_holder; $up7_cols)" \
+	test "$up7_holder$up7_cols" = "ok ok ok ok 22023 22023 up6:h 00:00:20 - -, up6:h - 00:00:01 -, up6:hp - - 00:00:01, up6:hp 00:00:10 - -"
+# the settings rows bound every kind: a ttl above max_hold refused, each
+# lease within it keeping it; lock_delay the default delay of every kind
+up7_set=$(AS=$owner q $up6_db "UPDATE dlock.settings SET value = '10s' WHERE name = 'max_hold'" \
+	"UPDATE dlock.settings SET value = '2s' WHERE name = 'lock_delay'" \
+	"SELECT (dlock.try_acquire_shared('up7:set', '5 s')).fencing_token IS NOT NULL, (dlock.try_acquire_permit('up7:set-sem', 2, '5 s')).fencing_token IS NOT NULL" \
+	"SELECT string_agg(lock_name || ' ' || (hold_limit - acquired_at) || ' ' || lock_delay, ', ' ORDER BY lock_name) FROM dlock.lock_holder WHERE lock_name LIKE 'up7:set%'" | tr '\n' ' ')
+up7_set_bad=""
+for call in "dlock.try_acquire_shared('up7:set-bad', '1 hour')" "dlock.acquire_permit('up7:set-bad-sem', 2, '1 hour', '0')" \
+	"dlock.try_acquire_permit('up7:set-bad-sem', 2, '1 s', max_hold => '1 minute')"; do
+	up7_set_bad+="$(AS=$owner sqlstate $up6_db "SELECT $call") "
+done
+AS=$owner q $up6_db "UPDATE dlock.settings SET value = NULL WHERE name IN ('max_hold', 'lock_delay')" >/dev/null
+check "the dlock.settings rows max_hold and lock_delay are every kind's defaults ($up7_set) and max_hold its bound ($up7_set_bad)" \
+	test "$up7_set$up7_set_bad" = "t|t up7:set 00:00:10 00:00:02, up7:set-sem 00:00:10 00:00:02 22023 22023 22023 "
+# over time (one wait of 2.2 s): renewals capped at the hold limit, then
+# refused; a release inside min_hold keeps a permit taken and writers out
+# (readers come in); a lease lost with a lock delay, or forced away, keeps
+# its slot and writers out for the delay; a release does not delay
+a='00000000-0000-0000-0000-0000000000d1'
+b='00000000-0000-0000-0000-0000000000d2'
+up7_now=$(AS=$owner q $up6_db "SELECT dlock.try_acquire_shared('up7:hold', '1 s', '$a', max_hold => '2 s') IS NOT NULL, dlock.try_acquire_permit('up7:hold-sem', 2, '1 s', '$a', max_hold => '2 s') IS NOT NULL" \
+	"SELECT dlock.renew('up7:hold', '$a', '1 hour') = (SELECT hold_limit FROM dlock.lock_holder WHERE lock_name = 'up7:hold'),
+		dlock.renew('up7:hold-sem', '$a', '1 hour') = (SELECT hold_limit FROM dlock.lock_holder WHERE lock_name = 'up7:hold-sem'),
+		(dlock.try_acquire_shared('up7:hold', '1 hour', '$a')).lease_until = (SELECT hold_limit FROM dlock.lock_holder WHERE lock_name = 'up7:hold')" \
+	"SELECT dlock.try_acquire_shared('up7:min', '10 s', '$a', min_hold => '2 s') IS NOT NULL, dlock.try_acquire_permit('up7:min-sem', 1, '10 s', '$a', min_hold => '2 s') IS NOT NULL,
+		dlock.try_acquire_shared('up7:delay', '300 ms', lock_delay => '2 s') IS NOT NULL, dlock.try_acquire_permit('up7:delay-sem', 1, '300 ms', lock_delay => '2 s') IS NOT NULL,
+		dlock.try_acquire_permit('up7:forced-sem', 1, '1 minute', lock_delay => '2 s') IS NOT NULL,
+		dlock.try_acquire_shared('up7:released', '1 minute', '$b', lock_delay => '1 minute') IS NOT NULL" \
+	"SELECT dlock.release('up7:min', '$a'), dlock.release('up7:min-sem', '$a'), dlock.force_release('up7:forced-sem', 'the test'), dlock.release('up7:released', '$b')" \
+	"SELECT dlock.try_acquire('up7:min', '10 s') IS NULL, dlock.try_acquire_permit('up7:min-sem', 1, '10 s') IS NULL,
+		dlock.try_acquire_permit('up7:min-sem', 1, '10 s', '$a') IS NULL, dlock.try_acquire('up7:min-sem', '10 s') IS NULL,
+		dlock.try_acquire_shared('up7:min', '10 s') IS NOT NULL, dlock.try_acquire('up7:released', '10 s') IS NOT NULL,
+		dlock.try_acquire_permit('up7:forced-sem', 1, '10 s') IS NULL" \
+	"SELECT pg_sleep(0.5)" \
+	"SELECT dlock.try_acquire('up7:delay', '10 s') IS NULL, dlock.try_acquire_permit('up7:delay-sem', 1, '10 s') IS NULL,
+		dlock.try_acquire_shared('up7:delay', '10 s') IS NOT NULL" | tr '\n' ' ')
+check "renewals capped at the slot's hold limit; min_hold keeps a released permit taken and writers out, readers in; a lock delay keeps a lost or forced slot; a release does not delay ($up7_now)" \
+	test "$up7_now" = "t|t t|t|t t|t|t|t|t|t t|t|t|t t|t|t|t|t|t|t  t|t|t "
+up7_later=$(AS=$owner q $up6_db "SELECT pg_sleep(1.7)" \
+	"SELECT dlock.renew('up7:hold', '$a', '1 s') IS NULL, dlock.renew('up7:hold-sem', '$a', '1 s') IS NULL,
+		dlock.try_acquire_permit('up7:min-sem', 1, '10 s') IS NOT NULL, dlock.try_acquire_permit('up7:forced-sem', 1, '10 s') IS NOT NULL" | tr '\n' ' ')
+check "... and after them: renewals past the hold limit refused, the kept permits granted again ($up7_later)" \
+	test "$up7_later" = " t|t|t|t "
+# a reap leaves a name whose slot a min_hold keeps (the control: the same without it goes)
+up7_reap=$(AS=$owner q $up6_db "SELECT dlock.release(l.lock_name, l.owner_token) FROM dlock.try_acquire('up7:reap-min', '10 s') l" \
+	"SELECT dlock.release(l.lock_name, l.owner_token) FROM dlock.try_acquire('up7:reap-plain', '10 s') l" \
+	"SELECT dlock.release(l.lock_name, l.owner_token) FROM dlock.try_acquire_shared('up7:reap-min', '10 s', min_hold => '10 s') l" \
+	"SELECT dlock.release(l.lock_name, l.owner_token) FROM dlock.try_acquire_shared('up7:reap-plain', '10 s') l" \
+	"UPDATE dlock.distributed_lock SET updated_at = updated_at - interval '2 days' WHERE lock_name LIKE 'up7:reap-%'" \
+	"SELECT dlock.reap('1 day') >= 1" \
+	"SELECT string_agg(lock_name, ' ' ORDER BY lock_name) FROM dlock.distributed_lock WHERE lock_name LIKE 'up7:reap-%'" | tr '\n' ' ')
+check "reap leaves a name whose slot its min_hold keeps, and takes the control ($up7_reap)" \
+	test "$up7_reap" = "t t t t t up7:reap-min "
 q postgres "DROP DATABASE $up6_db" "DROP ROLE regress_sqled_up6" >/dev/null
 
-# psql -f: a 1.5, a 1.4.2, a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
+# psql -f: a 1.6, a 1.5, a 1.4.2, a 1.4.1, a 1.4, a 1.3 and a 1.2 installation (installers generated from
 # their sources) updated by dist/pg_dlock_sql-upgrade.sql
 up_plain=dlock_sqled_update_plain
-for from in 1.5 1.4.2 1.4.1 1.4 1.3 1.2; do
+for from in 1.6 1.5 1.4.2 1.4.1 1.4 1.3 1.2; do
 	mkdir -p "$scratch/v$from"
 	cp sql_edition/pg_dlock_sql.control sql_edition/pg_dlock_sql--1.2.sql "$scratch/v$from/"
 	[ $from != 1.2 ] && cp sql_edition/pg_dlock_sql--1.2--1.3.sql "$scratch/v$from/"
-	case $from in 1.4 | 1.4.1 | 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
-	case $from in 1.4.1 | 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/" ;; esac
-	case $from in 1.4.2 | 1.5) cp sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql "$scratch/v$from/" ;; esac
-	[ $from = 1.5 ] && cp sql_edition/pg_dlock_sql--1.4.2--1.5.sql "$scratch/v$from/"
+	case $from in 1.4 | 1.4.1 | 1.4.2 | 1.5 | 1.6) cp sql_edition/pg_dlock_sql--1.3--1.4.sql "$scratch/v$from/" ;; esac
+	case $from in 1.4.1 | 1.4.2 | 1.5 | 1.6) cp sql_edition/pg_dlock_sql--1.4--1.4.1.sql "$scratch/v$from/" ;; esac
+	case $from in 1.4.2 | 1.5 | 1.6) cp sql_edition/pg_dlock_sql--1.4.1--1.4.2.sql "$scratch/v$from/" ;; esac
+	case $from in 1.5 | 1.6) cp sql_edition/pg_dlock_sql--1.4.2--1.5.sql "$scratch/v$from/" ;; esac
+	[ $from = 1.6 ] && cp sql_edition/pg_dlock_sql--1.5--1.6.sql "$scratch/v$from/"
 	sed -i "s/^default_version = .*/default_version = '$from'/" "$scratch/v$from/pg_dlock_sql.control"
 	sql_edition/build.sh "$scratch/v$from" "$scratch/v$from/dist" >/dev/null
 	owner_database $up_plain $owner
@@ -327,7 +405,7 @@ for from in 1.5 1.4.2 1.4.1 1.4 1.3 1.2; do
 	fi
 	p_nil_after=$(AS=$owner q $up_plain "SELECT dlock.release('up:ex', '$nil')")
 	nil_before_want=22023
-	case $from in 1.4.1 | 1.4.2 | 1.5) nil_before_want=ok ;; esac
+	case $from in 1.4.1 | 1.4.2 | 1.5 | 1.6) nil_before_want=ok ;; esac
 	check "... release with the nil UUID: $nil_before_want in $from, false in $version ($p_nil_before, $p_nil_after)" \
 		test "$p_nil_before $p_nil_after" = "$nil_before_want f"
 	p_dg=$(AS=$owner q $up_plain "SELECT fencing_token FROM dlock.downgrade('up:ex', '00000000-0000-0000-0000-0000000000a1')")
@@ -403,8 +481,8 @@ check "the pg_tle script calls pgtle.install_extension(name, version, descriptio
 	test "$(q $tle_db "SELECT name || ' ' || version || ' ' || cardinality(requires) FROM pgtle.registered")" = "pg_dlock_sql 1.2 0"
 tle_paths=$(q $tle_db "SELECT string_agg(name || ' ' || fromvers || '->' || tovers, ', ' ORDER BY fromvers) FROM pgtle.update_paths" \
 	"SELECT name || ' ' || version FROM pgtle.default_version" | tr '\n' ' ')
-check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2, 1.5 and 1.6, and pgtle.set_default_version ($tle_paths)" \
-	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2, pg_dlock_sql 1.4.2->1.5, pg_dlock_sql 1.5->1.6 pg_dlock_sql $version "
+check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2, 1.5, 1.6 and 1.7, and pgtle.set_default_version ($tle_paths)" \
+	test "$tle_paths" = "pg_dlock_sql 1.2->1.3, pg_dlock_sql 1.3->1.4, pg_dlock_sql 1.4->1.4.1, pg_dlock_sql 1.4.1->1.4.2, pg_dlock_sql 1.4.2->1.5, pg_dlock_sql 1.5->1.6, pg_dlock_sql 1.6->1.7 pg_dlock_sql $version "
 # What pg_tle would run at CREATE EXTENSION: the registered text as the
 # script of an extension without schema in its control data, run as the
 # calling role (pg_tle runs it so; a file-based extension runs as its caller
@@ -412,7 +490,7 @@ check "... pgtle.install_update_path for the steps to 1.3, 1.4, 1.4.1, 1.4.2, 1.
 # the psql -f test above shows the same SQL needs no superuser).
 share=$("$PG_BINDIR/pg_config" --sharedir)/extension
 q $tle_db "SELECT ext FROM pgtle.registered" >"$share/pg_dlock_sqled_tle_test--1.2.sql"
-for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2 1.4.2--1.5 1.5--1.6; do
+for step in 1.2--1.3 1.3--1.4 1.4--1.4.1 1.4.1--1.4.2 1.4.2--1.5 1.5--1.6 1.6--1.7; do
 	q $tle_db "SELECT ext FROM pgtle.update_paths WHERE fromvers = '${step%--*}' AND tovers = '${step#*--}'" >"$share/pg_dlock_sqled_tle_test--$step.sql"
 done
 printf "default_version = '%s'\nrelocatable = false\n" "$version" >"$share/pg_dlock_sqled_tle_test.control"
