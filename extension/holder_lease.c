@@ -270,15 +270,26 @@ static text *exclusive_kind_lock_name = NULL;
 /*
  * The mode in which a grant of this kind takes the name's kind lock, kept
  * to the end of the granting transaction when it grants. Readers share it.
- * Permit grants exclude each other: each decides on the permits committed
- * before it, so two grants asking for different numbers of permits cannot
- * both see the semaphore empty; and ShareRowExclusiveLock also conflicts
- * with the readers' ShareLock and the writers' ExclusiveLock.
+ *
+ * A permit grant that starts a semaphore (no permit of its size is live)
+ * excludes every other permit grant (ShareRowExclusiveLock): it decides on
+ * the permits committed before it, so two grants asking for different
+ * numbers of permits cannot both see the semaphore empty. A permit grant
+ * that joins a semaphore, one with a live permit of the caller's size
+ * (permit_may_join), takes RowExclusiveLock instead: joining grants run
+ * side by side, each on a slot row of its own among slots 1..permits, so
+ * no more than that many are ever live, and they keep out a starting
+ * grant, which therefore decides only once every joining grant in flight
+ * has committed, on what it wrote. So the live permits have one size,
+ * changed only by dlock.resize_semaphore. Both modes conflict with the
+ * readers' ShareLock and the writers' ExclusiveLock.
  */
 static LOCKMODE
-kind_lock_mode(char kind)
+kind_lock_mode(char kind, bool join)
 {
-	return kind == KIND_PERMIT ? ShareRowExclusiveLock : ShareLock;
+	if (kind == KIND_PERMIT)
+		return join ? RowExclusiveLock : ShareRowExclusiveLock;
+	return ShareLock;
 }
 
 static const char *
@@ -612,6 +623,8 @@ read_slot_rows(text *lock_name, SlotRow **rows)
 {
 	SlotRows	found = {0};
 
+	/* this transaction's own statements so far are part of the state */
+	CommandCounterIncrement();
 	scan_name_rows(dlock_catalog()->holder_table, lock_name, collect_slot_row, &found);
 	*rows = found.rows;
 	return found.n;
@@ -1102,32 +1115,34 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 {
 	if (args->kind == KIND_PERMIT)
 	{
-		for (int32 number = 1; number <= args->permits; number++)
-		{
-			const SlotRow *row = NULL;
-			bool		is_free = true;
+		/*
+		 * Starting at a slot of this backend's own, to spread grants that
+		 * join the semaphore side by side: first the free slots nobody
+		 * else has locked (a new one is made); then those that could not
+		 * be locked. Such a slot is taken by another grant in flight, or
+		 * being deleted by dlock.reap, or was deleted since it was read:
+		 * make it anew. The insert waits for the transaction that has it
+		 * and does nothing if the slot is still there after all; the
+		 * counter, not the slot, carries the name's tokens.
+		 */
+		for (int pass = 0; pass < 2; pass++)
+			for (int32 k = 0; k < args->permits; k++)
+			{
+				int32		number = (int32) ((MyProcPid + k) % args->permits) + 1;
+				const SlotRow *row = NULL;
+				bool		is_free = true;
 
-			for (int i = 0; i < st->nslots; i++)
-				if (st->slots[i].number == number)
-				{
-					row = st->slots[i].row;
-					is_free = st->slots[i].available;
-				}
-			if (!is_free)
-				continue;
-			if (lock_slot(args, number, row, now, slot))
-				return true;
-
-			/*
-			 * A free permit slot that cannot be locked is being deleted by
-			 * dlock.reap, or was deleted since it was read: make it anew.
-			 * The insert waits for an uncommitted reap and does nothing if
-			 * the slot is still there after all; the counter, not the
-			 * slot, carries the name's tokens.
-			 */
-			if (row != NULL && lock_slot(args, number, NULL, now, slot))
-				return true;
-		}
+				for (int i = 0; i < st->nslots; i++)
+					if (st->slots[i].number == number)
+					{
+						row = st->slots[i].row;
+						is_free = st->slots[i].available;
+					}
+				if (!is_free || (pass == 1 && row == NULL))
+					continue;
+				if (lock_slot(args, number, pass == 0 ? row : NULL, now, slot))
+					return true;
+			}
 		return false;
 	}
 	for (int k = 0; k < st->nslots; k++)
@@ -1362,6 +1377,36 @@ name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_unt
 }
 
 /*
+ * Whether a permit grant may join the semaphore (kind_lock_mode): a permit
+ * of it is live with the caller's number of permits, as committed or as
+ * this transaction wrote it. The caller holds the kind lock in join mode,
+ * so no grant that starts the semaphore runs meanwhile.
+ */
+static bool
+permit_may_join(const HolderArgs *args)
+{
+	SlotRow    *rows;
+	int			nrows = read_slot_rows(args->lock_name, &rows);
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < nrows; i++)
+	{
+		DlockPolicyRow pr;
+		DlockPolicyView view;
+
+		if (DatumGetChar(SLOT_VALUE(&rows[i], Anum_holder_kind)) != KIND_PERMIT ||
+			SLOT_NULL(&rows[i], Anum_holder_permits) ||
+			DatumGetInt32(SLOT_VALUE(&rows[i], Anum_holder_permits)) != args->permits)
+			continue;
+		slot_policy_row(&rows[i], &pr);
+		dlock_policy_decide(&pr, now, &view);
+		if (view.live)
+			return true;
+	}
+	return false;
+}
+
+/*
  * One attempt to grant a shared lease or permit; waits for the kind lock up
  * to deadline (0: as long as a row lock would). A refusal holds nothing.
  */
@@ -1372,6 +1417,8 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	LockAcquireResult result;
 	bool		waited;
 	DlockGrantCommit commit;
+	bool		join = args->kind == KIND_PERMIT;
+	LOCKMODE	mode;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
@@ -1381,20 +1428,28 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				 errmsg("extension \"pg_dlock\" must be updated for shared leases and permits"),
 				 errhint("Run ALTER EXTENSION pg_dlock UPDATE.")));
 	dlock_grant_prepare(&commit);
-	if (!take_kind_lock(args->lock_name, kind_lock_mode(args->kind), deadline, &result, &waited))
-		return;
+	for (;;)
+	{
+		mode = kind_lock_mode(args->kind, join);
+		if (!take_kind_lock(args->lock_name, mode, deadline, &result, &waited))
+			return;
+		/* for the rarer steps' statements (a new slot or block, reports) */
+		dlock_sql_connect();
+		if (!join || permit_may_join(args))
+			break;
+		/* nothing to join: start the semaphore, alone */
+		dlock_sql_finish();
+		dlock_kind_unlock(args->lock_name, mode);
+		join = false;
+	}
 
 	/* writer preference: nobody queued for the name goes after us */
 	if (!dlock_wait_queued_ahead(args->lock_name) &&
 		name_admits_holders(args->lock_name, deadline, &attempt->busy_until))
-	{
-		/* for the rarer steps' statements (a new slot or block, reports) */
-		dlock_sql_connect();
 		(void) grant_holder(args, &commit, tupdesc, cxt, attempt);
-		dlock_sql_finish();
-	}
+	dlock_sql_finish();
 	if (!attempt->acquired)
-		dlock_kind_unlock(args->lock_name, kind_lock_mode(args->kind));
+		dlock_kind_unlock(args->lock_name, mode);
 }
 
 /*
@@ -1410,13 +1465,13 @@ dlock_holder_downgrade_begin(text *lock_name)
 	LockAcquireResult result;
 	bool		waited;
 
-	(void) take_kind_lock(lock_name, kind_lock_mode(KIND_SHARED), 0, &result, &waited);
+	(void) take_kind_lock(lock_name, kind_lock_mode(KIND_SHARED, false), 0, &result, &waited);
 }
 
 void
 dlock_holder_downgrade_refused(text *lock_name)
 {
-	dlock_kind_unlock(lock_name, kind_lock_mode(KIND_SHARED));
+	dlock_kind_unlock(lock_name, kind_lock_mode(KIND_SHARED, false));
 }
 
 /*
