@@ -271,18 +271,19 @@ static text *exclusive_kind_lock_name = NULL;
  * The mode in which a grant of this kind takes the name's kind lock, kept
  * to the end of the granting transaction when it grants. Readers share it.
  *
- * A permit grant that starts a semaphore (no permit of its size is live)
- * excludes every other permit grant (ShareRowExclusiveLock): it decides on
- * the permits committed before it, so two grants asking for different
- * numbers of permits cannot both see the semaphore empty. A permit grant
- * that joins a semaphore, one with a live permit of the caller's size
- * (permit_may_join), takes RowExclusiveLock instead: joining grants run
- * side by side, each on a slot row of its own among slots 1..permits, so
- * no more than that many are ever live, and they keep out a starting
- * grant, which therefore decides only once every joining grant in flight
- * has committed, on what it wrote. So the live permits have one size,
- * changed only by dlock.resize_semaphore. Both modes conflict with the
- * readers' ShareLock and the writers' ExclusiveLock.
+ * A permit grant that starts a semaphore (its slots are not all of the
+ * caller's size, or it has none) excludes every other permit grant
+ * (ShareRowExclusiveLock): it decides on the permits committed before it,
+ * so two grants asking for different numbers of permits cannot both see
+ * the semaphore empty. A permit grant that joins a semaphore, one whose
+ * slots are all of the caller's size (permit_may_join), takes
+ * RowExclusiveLock instead: joining grants run side by side, each on a
+ * slot row of its own among slots 1..permits, so no more than that many
+ * are ever live; all of one size, since every live slot is of the size
+ * they join; and they keep out a starting grant, which therefore decides
+ * only once every joining grant in flight has committed, on what it
+ * wrote. So the live permits never have two sizes. Both modes conflict
+ * with the readers' ShareLock and the writers' ExclusiveLock.
  */
 static LOCKMODE
 kind_lock_mode(char kind, bool join)
@@ -1377,10 +1378,12 @@ name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_unt
 }
 
 /*
- * Whether a permit grant may join the semaphore (kind_lock_mode): a permit
- * of it is live with the caller's number of permits, as committed or as
- * this transaction wrote it. The caller holds the kind lock in join mode,
- * so no grant that starts the semaphore runs meanwhile.
+ * Whether a permit grant may join the semaphore (kind_lock_mode): its slots,
+ * as committed or as this transaction wrote them, are of the caller's
+ * number of permits -- every slot among 1..permits, of which there is at
+ * least one, and every live slot -- so its live permits, if any, are. The
+ * caller holds the kind lock in join mode, so no grant that starts the
+ * semaphore runs meanwhile.
  */
 static bool
 permit_may_join(const HolderArgs *args)
@@ -1388,22 +1391,33 @@ permit_may_join(const HolderArgs *args)
 	SlotRow    *rows;
 	int			nrows = read_slot_rows(args->lock_name, &rows);
 	TimestampTz now = GetCurrentTimestamp();
+	bool		any = false;
 
 	for (int i = 0; i < nrows; i++)
 	{
-		DlockPolicyRow pr;
-		DlockPolicyView view;
+		const SlotRow *row = &rows[i];
+		bool		same_size = DatumGetChar(SLOT_VALUE(row, Anum_holder_kind)) == KIND_PERMIT &&
+			!SLOT_NULL(row, Anum_holder_permits) &&
+			DatumGetInt32(SLOT_VALUE(row, Anum_holder_permits)) == args->permits;
 
-		if (DatumGetChar(SLOT_VALUE(&rows[i], Anum_holder_kind)) != KIND_PERMIT ||
-			SLOT_NULL(&rows[i], Anum_holder_permits) ||
-			DatumGetInt32(SLOT_VALUE(&rows[i], Anum_holder_permits)) != args->permits)
-			continue;
-		slot_policy_row(&rows[i], &pr);
-		dlock_policy_decide(&pr, now, &view);
-		if (view.live)
-			return true;
+		if (DatumGetInt32(SLOT_VALUE(row, Anum_holder_slot)) <= args->permits)
+		{
+			if (!same_size)
+				return false;
+			any = true;
+		}
+		else if (!same_size)
+		{
+			DlockPolicyRow pr;
+			DlockPolicyView view;
+
+			slot_policy_row(row, &pr);
+			dlock_policy_decide(&pr, now, &view);
+			if (view.live)
+				return false;
+		}
 	}
-	return false;
+	return any;
 }
 
 /*
