@@ -94,7 +94,6 @@
 #include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -206,16 +205,7 @@ slot_policy_row(const SlotRow *row, DlockPolicyRow *pr)
 static void
 copy_slot_row(HeapTuple tuple, TupleDesc desc, SlotRow *row)
 {
-	row->values = palloc(sizeof(Datum) * desc->natts);
-	row->nulls = palloc(sizeof(bool) * desc->natts);
-	heap_deform_tuple(tuple, desc, row->values, row->nulls);
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!row->nulls[i] && !att->attbyval)
-			row->values[i] = datumCopy(row->values[i], false, att->attlen);
-	}
+	dlock_tuple_copy_values(tuple, desc, &row->values, &row->nulls);
 	row->tid = tuple->t_self;
 }
 
@@ -579,6 +569,22 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 		return EXCLUSIVE_RETRY;
 	}
 	return EXCLUSIVE_ALLOWED;
+}
+
+/*
+ * Whether a shared lease or permit of lock_name keeps writers out at clock
+ * reading now, as committed (the latest snapshot): live, or kept by its
+ * policies (probe_holder). A multi-lock's refusal before it writes anything.
+ */
+bool
+dlock_holders_busy(text *lock_name, TimestampTz now)
+{
+	HolderProbe probe = {.now = now};
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return false;
+	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
+	return probe.any_live;
 }
 
 /*

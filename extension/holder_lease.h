@@ -27,6 +27,7 @@ extern DlockExclusiveCheck dlock_holders_allow_exclusive(text *lock_name, Timest
 														 TimestampTz *busy_until,
 														 int64 *least_token);
 extern void dlock_holders_attempt_done(bool acquired);
+extern bool dlock_holders_busy(text *lock_name, TimestampTz now);
 extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 								TimestampTz *lease_until);
 extern bool dlock_holder_holds(text *lock_name, int64 token);

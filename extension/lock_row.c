@@ -149,23 +149,32 @@ remember_row(DlockRows *rows, DlockRow *row)
 }
 
 /*
+ * The attributes of tuple (of a table with descriptor desc) in new arrays
+ * *values and *nulls, copied into the current memory context, so that they
+ * outlive the pin of the buffer the tuple lies in.
+ */
+void
+dlock_tuple_copy_values(HeapTuple tuple, TupleDesc desc, Datum **values, bool **nulls)
+{
+	*values = palloc(sizeof(Datum) * desc->natts);
+	*nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(tuple, desc, *values, *nulls);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!(*nulls)[i] && !att->attbyval)
+			(*values)[i] = datumCopy((*values)[i], false, att->attlen);
+	}
+}
+
+/*
  * Copy the attributes of tuple into row, in the current memory context.
  */
 static void
 copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
-
-	row->values = palloc(sizeof(Datum) * rows->natts);
-	row->nulls = palloc(sizeof(bool) * rows->natts);
-	heap_deform_tuple(tuple, tupdesc, row->values, row->nulls);
-	for (int i = 0; i < rows->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-		if (!row->nulls[i] && !att->attbyval)
-			row->values[i] = datumCopy(row->values[i], false, att->attlen);
-	}
+	dlock_tuple_copy_values(tuple, RelationGetDescr(rows->rel), &row->values, &row->nulls);
 	row->tid = tuple->t_self;
 	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 }
