@@ -1114,11 +1114,13 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 /*
  * Lock a free or expired slot for a grant, or make a new one: a permit in
  * slots 1..permits, a reader anywhere, starting at a slot of this backend's
- * own to spread readers. False when none could be had.
+ * own to spread readers. False when none could be had. A permit slot that
+ * another transaction has is waited for up to deadline (0: as long as a
+ * row lock would).
  */
 static bool
 lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
-			   HolderSlot *slot)
+			   TimestampTz deadline, HolderSlot *slot)
 {
 	if (args->kind == KIND_PERMIT)
 	{
@@ -1128,9 +1130,10 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 		 * else has locked (a new one is made); then those that could not
 		 * be locked. Such a slot is taken by another grant in flight, or
 		 * being deleted by dlock.reap, or was deleted since it was read:
-		 * make it anew. The insert waits for the transaction that has it
-		 * and does nothing if the slot is still there after all; the
-		 * counter, not the slot, carries the name's tokens.
+		 * make it anew, once the transaction that has it has ended -- with
+		 * a deadline, waited for first, so that the insert does not wait
+		 * past it. The insert does nothing if the slot is still there after
+		 * all; the counter, not the slot, carries the name's tokens.
 		 */
 		for (int pass = 0; pass < 2; pass++)
 			for (int32 k = 0; k < args->permits; k++)
@@ -1147,6 +1150,17 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 					}
 				if (!is_free || (pass == 1 && row == NULL))
 					continue;
+				if (pass == 1 && deadline != 0)
+				{
+					Relation	rel = dlock_table_open(dlock_catalog()->holder_table,
+													   RowExclusiveLock);
+					ItemPointerData tid = row->tid;
+					bool		in_time = dlock_tuple_wait(rel, &tid, deadline);
+
+					table_close(rel, NoLock);
+					if (!in_time)
+						return false;
+				}
 				if (lock_slot(args, number, pass == 0 ? row : NULL, now, slot))
 					return true;
 			}
@@ -1246,13 +1260,13 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 
 /*
  * Decide and, when it can, make the grant, inside the caller's connection
- * (dlock_sql_connect); the
- * caller holds the kind lock and has decided the exclusive side
- * (name_admits_holders). Returns true when granted.
+ * (dlock_sql_connect); the caller holds the kind lock and has decided the
+ * exclusive side (name_admits_holders). A slot another transaction has is
+ * waited for up to deadline (lock_free_slot). Returns true when granted.
  */
 static bool
 grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc tupdesc,
-			 MemoryContext cxt, HolderAttempt *attempt)
+			 MemoryContext cxt, TimestampTz deadline, HolderAttempt *attempt)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	HolderState st;
@@ -1279,7 +1293,7 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 
 	/* at most "permits" permits taken: live, or kept by their policies */
 	if ((args->kind == KIND_PERMIT && st.ntaken >= args->permits) ||
-		!lock_free_slot(args, &st, now, &slot))
+		!lock_free_slot(args, &st, now, deadline, &slot))
 	{
 		/* full, or the free slots were just taken or are pinned by a stale holder */
 		attempt->busy_until = st.first_expiry;
@@ -1466,7 +1480,7 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	/* writer preference: nobody queued for the name goes after us */
 	if (!dlock_wait_queued_ahead(args->lock_name) &&
 		name_admits_holders(args->lock_name, deadline, &attempt->busy_until))
-		(void) grant_holder(args, &commit, tupdesc, cxt, attempt);
+		(void) grant_holder(args, &commit, tupdesc, cxt, deadline, attempt);
 	dlock_sql_finish();
 	if (!attempt->acquired)
 		dlock_kind_unlock(args->lock_name, mode);
@@ -1518,7 +1532,7 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 	dlock_sql_connect();
 	dlock_owner_scope_begin(&scope);
 	read_holder_state(&args, now, &st);
-	if (!lock_free_slot(&args, &st, now, &slot))
+	if (!lock_free_slot(&args, &st, now, 0, &slot))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("shared lock \"%s\" has no free slot for the downgraded lease",
