@@ -27,13 +27,14 @@
  * of the name, and a holder's token is above every earlier exclusive token.
  *
  * Exclusion between kinds. Grants of holder leases take the name's kind
- * lock (catalog.c) in ShareLock, exclusive grants that check for holders in
- * ExclusiveLock, kept to the end of the granting transaction; each decides
- * only once it holds the lock, on the committed state. So a reader and a
- * writer never both see the other's lock free: whichever commits second saw
- * the first. A refused attempt gives the kind lock back, takes no row lock
- * and no transaction ID (free slots are locked FOR UPDATE SKIP LOCKED only
- * once the grant is decided).
+ * lock (catalog.c) in a mode that conflicts with ExclusiveLock (ShareLock
+ * for readers, kind_lock_mode for permits), exclusive grants that check for
+ * holders in ExclusiveLock, kept to the end of the granting transaction;
+ * each decides only once it holds the lock, on the committed state. So a
+ * reader and a writer never both see the other's lock free: whichever
+ * commits second saw the first. A refused attempt gives the kind lock back,
+ * takes no row lock and no transaction ID (a free slot is locked, without
+ * waiting, only once the grant is decided).
  *
  * Most names never have holders, and an exclusive grant need not pay for
  * the check. The name's row in dlock.distributed_lock carries a
