@@ -27,13 +27,14 @@
  * of the name, and a holder's token is above every earlier exclusive token.
  *
  * Exclusion between kinds. Grants of holder leases take the name's kind
- * lock (catalog.c) in ShareLock, exclusive grants that check for holders in
- * ExclusiveLock, kept to the end of the granting transaction; each decides
- * only once it holds the lock, on the committed state. So a reader and a
- * writer never both see the other's lock free: whichever commits second saw
- * the first. A refused attempt gives the kind lock back, takes no row lock
- * and no transaction ID (free slots are locked FOR UPDATE SKIP LOCKED only
- * once the grant is decided).
+ * lock (catalog.c) in a mode that conflicts with ExclusiveLock (ShareLock
+ * for readers, kind_lock_mode for permits), exclusive grants that check for
+ * holders in ExclusiveLock, kept to the end of the granting transaction;
+ * each decides only once it holds the lock, on the committed state. So a
+ * reader and a writer never both see the other's lock free: whichever
+ * commits second saw the first. A refused attempt gives the kind lock back,
+ * takes no row lock and no transaction ID (a free slot is locked, without
+ * waiting, only once the grant is decided).
  *
  * Most names never have holders, and an exclusive grant need not pay for
  * the check. The name's row in dlock.distributed_lock carries a
@@ -64,11 +65,18 @@
  * (dlock_holder_hand_off, driven by wait.c): the same decision and grant,
  * made by the releasing transaction for them.
  *
- * These are the rare kinds: they reach their rows through the executor
- * (sql_executor.c), as the extension owner, by the statements defined
- * beside the code below; their $n timestamptz parameters are the caller's
- * one clock reading. Only the check an exclusive
- * grant makes is on the exclusive hot path.
+ * Rows. Grants, renewals and releases reach the slot rows as exclusive
+ * leases reach theirs (lock_row.c), without the executor: the name's slots
+ * are read by its primary key with the latest snapshot (the snapshot rule
+ * of sql_executor.c), the decision is made on them at one clock reading,
+ * and only then is the very version decided on locked, without waiting
+ * (dlock_tuple_lock), and written (dlock_tuple_update, HOT). A version
+ * found changed or locked is read and decided again, as for a lock row.
+ * The rarer steps -- a new slot, a new block of tokens, freeing expired
+ * slots for an exclusive grant, pins, resizing -- run statements through
+ * the executor (sql_executor.c), as the extension owner, defined beside
+ * the code below; their $n timestamptz parameters are the caller's one
+ * clock reading.
  *
  * IDENTIFICATION
  *	  extension/holder_lease.c
@@ -78,6 +86,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -86,6 +95,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -126,39 +136,115 @@ PG_FUNCTION_INFO_V1(dlock_resize_semaphore);
 #define KIND_PERMIT 'p'
 
 /*
- * The lease policies' columns of a slot h, in the statements below that
- * read or write them; a slot of a database not yet updated to 1.6 has none
- * and is read as a slot without policy. Each such statement comes in both
- * forms, and dlock_holder_statement (catalog.h) picks the one for the
- * installed table.
+ * Attribute numbers of dlock.lock_holder (pg_dlock--1.1--1.2.sql); the lease
+ * policies' columns, 1.6 on, are found by name (DlockHolderColumns).
  */
-#define SLOT_POLICY_COLS "h.hold_limit, h.min_hold_until, h.lock_delay, h.not_before"
-#define SLOT_NO_POLICY_COLS "NULL::timestamptz, NULL::timestamptz, NULL::interval, NULL::timestamptz"
+#define Anum_holder_lock_name	1
+#define Anum_holder_slot		2
+#define Anum_holder_kind		3
+#define Anum_holder_permits		4
+#define Anum_holder_owner_token 5
+#define Anum_holder_fencing_seq 6
+#define Anum_holder_block_end	7
+#define Anum_holder_lease_until 8
+#define Anum_holder_holder		9
+#define Anum_holder_acquired_at 10
+#define Anum_holder_updated_at	11
+#define Anum_holder_renewals	12
+#define Anum_holder_grant_timeline 13
+#define Anum_holder_grant_system 14
+/* and of dlock.holder_counter */
+#define Anum_counter_lock_name	1
+#define Anum_counter_fencing_seq 2
+#define Anum_counter_grant_timeline 3
+#define Anum_counter_grant_system 4
+
+/* A slot row as read: the version (tid), who wrote it, and all its columns */
+typedef struct SlotRow
+{
+	ItemPointerData tid;
+	TransactionId xmin;
+	Datum	   *values;
+	bool	   *nulls;
+} SlotRow;
+
+#define SLOT_NULL(row, att) ((row)->nulls[(att) - 1])
+#define SLOT_VALUE(row, att) ((row)->values[(att) - 1])
+
+/* A timestamp column of a slot row, 0 when NULL or absent (att 0) */
+static TimestampTz
+slot_time(const SlotRow *row, AttrNumber att)
+{
+	if (att <= 0 || SLOT_NULL(row, att))
+		return 0;
+	return DatumGetTimestampTz(SLOT_VALUE(row, att));
+}
 
 /*
- * A slot as the one policy decision (lease_policy.c) reads it, from row
- * "row" of the last statement: owner token and lease_until in columns
- * owner_col and until_col, SLOT_POLICY_COLS from first_col on.
+ * A slot as the one policy decision (lease_policy.c) reads it; a slot of a
+ * database not yet updated to 1.6 has no policy columns and is read as a
+ * slot without policy.
  */
 static void
-slot_policy_row(uint64 row, int owner_col, int until_col, int first_col, DlockPolicyRow *pr)
+slot_policy_row(const SlotRow *row, DlockPolicyRow *pr)
 {
-	bool		isnull;
-	Datum		value;
+	const DlockHolderColumns *cols = &dlock_catalog()->holder_columns;
 
 	memset(pr, 0, sizeof(*pr));
-	(void) dlock_sql_value(row, owner_col, &isnull);
-	pr->has_owner = !isnull;
-	value = dlock_sql_value(row, until_col, &isnull);
-	pr->lease_until = isnull ? 0 : DatumGetTimestampTz(value);
-	value = dlock_sql_value(row, first_col, &isnull);
-	pr->hold_limit = isnull ? 0 : DatumGetTimestampTz(value);
-	value = dlock_sql_value(row, first_col + 1, &isnull);
-	pr->min_hold_until = isnull ? 0 : DatumGetTimestampTz(value);
-	value = dlock_sql_value(row, first_col + 2, &isnull);
-	pr->lock_delay_usecs = isnull ? 0 : dlock_interval_usecs(DatumGetIntervalP(value));
-	value = dlock_sql_value(row, first_col + 3, &isnull);
-	pr->not_before = isnull ? 0 : DatumGetTimestampTz(value);
+	pr->has_owner = !SLOT_NULL(row, Anum_holder_owner_token);
+	pr->lease_until = slot_time(row, Anum_holder_lease_until);
+	if (cols->policies)
+	{
+		pr->hold_limit = slot_time(row, cols->hold_limit);
+		pr->min_hold_until = slot_time(row, cols->min_hold_until);
+		pr->lock_delay_usecs = SLOT_NULL(row, cols->lock_delay) ? 0 :
+			dlock_interval_usecs(DatumGetIntervalP(SLOT_VALUE(row, cols->lock_delay)));
+		pr->not_before = slot_time(row, cols->not_before);
+	}
+}
+
+/*
+ * Copy tuple, a version of a slot row, into row, in the current memory
+ * context (so that it outlives the scan's buffer pin).
+ */
+static void
+copy_slot_row(HeapTuple tuple, TupleDesc desc, SlotRow *row)
+{
+	dlock_tuple_copy_values(tuple, desc, &row->values, &row->nulls);
+	row->tid = tuple->t_self;
+	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+}
+
+/* The lease a slot row holds or last held, as the reports need it */
+static DlockEndedLease
+slot_ended_lease(const SlotRow *row)
+{
+	DlockEndedLease lease = {
+		.token = DatumGetInt64(SLOT_VALUE(row, Anum_holder_fencing_seq)),
+		.holder = SLOT_NULL(row, Anum_holder_holder) ? NULL :
+		DatumGetTextPP(SLOT_VALUE(row, Anum_holder_holder)),
+		.kind = dlock_lease_kind_of(DatumGetChar(SLOT_VALUE(row, Anum_holder_kind))),
+		.acquired_at = slot_time(row, Anum_holder_acquired_at),
+	};
+
+	return lease;
+}
+
+/*
+ * Write row's values as the new version of the slot row version it was
+ * read as, which this transaction has locked or inserted; row->tid then
+ * points to the new version.
+ */
+static void
+write_slot_row(SlotRow *row)
+{
+	Relation	rel = dlock_table_open(dlock_catalog()->holder_table, RowExclusiveLock);
+	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(rel), row->values, row->nulls);
+
+	dlock_tuple_update(rel, &row->tid, tuple);
+	row->tid = tuple->t_self;
+	heap_freetuple(tuple);
+	table_close(rel, NoLock);
 }
 
 /* Arguments of one holder acquire call, checked */
@@ -181,15 +267,27 @@ static text *exclusive_kind_lock_name = NULL;
 /*
  * The mode in which a grant of this kind takes the name's kind lock, kept
  * to the end of the granting transaction when it grants. Readers share it.
- * Permit grants exclude each other: each decides on the permits committed
- * before it, so two grants asking for different numbers of permits cannot
- * both see the semaphore empty; and ShareRowExclusiveLock also conflicts
+ *
+ * A permit grant that starts a semaphore (its slots are not all of the
+ * caller's size, or it has none) excludes every other permit grant
+ * (ShareRowExclusiveLock): it decides on the permits committed before it,
+ * so two grants asking for different numbers of permits cannot both see
+ * the semaphore empty. A permit grant that joins a semaphore, one whose
+ * slots are all of the caller's size (permit_may_join), takes
+ * RowExclusiveLock instead: joining grants run side by side, each on a
+ * slot row of its own among slots 1..permits, so no more than that many
+ * are ever live; all of one size, since every live slot is of the size
+ * they join; and they keep out a starting grant, which therefore decides
+ * only once every joining grant in flight has committed, on what it
+ * wrote. So the live permits never have two sizes. Both modes conflict
  * with the readers' ShareLock and the writers' ExclusiveLock.
  */
 static LOCKMODE
-kind_lock_mode(char kind)
+kind_lock_mode(char kind, bool join)
 {
-	return kind == KIND_PERMIT ? ShareRowExclusiveLock : ShareLock;
+	if (kind == KIND_PERMIT)
+		return join ? RowExclusiveLock : ShareRowExclusiveLock;
+	return ShareLock;
 }
 
 static const char *
@@ -244,16 +342,6 @@ take_kind_lock(text *lock_name, LOCKMODE mode, TimestampTz deadline,
 	return true;
 }
 
-/* Attribute numbers of dlock.lock_holder and dlock.holder_counter (pg_dlock--1.1--1.2.sql) */
-#define Anum_holder_lock_name	1
-#define Anum_holder_slot		2
-#define Anum_holder_owner_token 5
-#define Anum_holder_lease_until 8
-#define Anum_counter_lock_name	1
-#define Anum_counter_fencing_seq 2
-#define Anum_counter_grant_timeline 3
-#define Anum_counter_grant_system 4
-
 /*
  * Scan the rows of lock_name in table relid (by its primary key, whose first
  * column is the name) with the latest snapshot, calling fn for each.
@@ -293,19 +381,6 @@ typedef struct HolderProbe
 	int32		abandoned_slot[8];	/* the first of them */
 } HolderProbe;
 
-/* A timestamp column of a slot tuple, 0 when NULL or absent */
-static TimestampTz
-tuple_time(HeapTuple tuple, TupleDesc desc, AttrNumber att)
-{
-	bool		isnull;
-	Datum		value;
-
-	if (att <= 0)
-		return 0;
-	value = heap_getattr(tuple, att, desc, &isnull);
-	return isnull ? 0 : DatumGetTimestampTz(value);
-}
-
 /*
  * A slot keeps writers out while the one policy decision (lease_policy.c)
  * keeps it from a new owner: its lease is live, or was released inside its
@@ -316,32 +391,21 @@ static void
 probe_holder(HeapTuple tuple, TupleDesc desc, void *arg)
 {
 	HolderProbe *probe = arg;
-	const DlockHolderColumns *cols = &dlock_catalog()->holder_columns;
-	DlockPolicyRow pr = {0};
+	DlockPolicyRow pr;
 	DlockPolicyView view;
-	bool		isnull;
+	SlotRow		row;
 
-	(void) heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull);
-	pr.has_owner = !isnull;
-	pr.lease_until = tuple_time(tuple, desc, Anum_holder_lease_until);
-	if (cols->policies)
-	{
-		Datum		delay = heap_getattr(tuple, cols->lock_delay, desc, &isnull);
-
-		pr.hold_limit = tuple_time(tuple, desc, cols->hold_limit);
-		pr.min_hold_until = tuple_time(tuple, desc, cols->min_hold_until);
-		pr.lock_delay_usecs = isnull ? 0 : dlock_interval_usecs(DatumGetIntervalP(delay));
-		pr.not_before = tuple_time(tuple, desc, cols->not_before);
-	}
+	copy_slot_row(tuple, desc, &row);
+	slot_policy_row(&row, &pr);
 	dlock_policy_decide(&pr, probe->now, &view);
 	if (view.live &&
-		dlock_wait_abandoned(probe->lock_name, HeapTupleHeaderGetXmin(tuple->t_data),
-							 DatumGetUUIDP(heap_getattr(tuple, Anum_holder_owner_token, desc, &isnull))))
+		dlock_wait_abandoned(probe->lock_name, row.xmin,
+							 DatumGetUUIDP(SLOT_VALUE(&row, Anum_holder_owner_token))))
 	{
 		/* handed by a release to a waiter that never took it: to be freed */
 		if (probe->nabandoned < (int) lengthof(probe->abandoned_slot))
 			probe->abandoned_slot[probe->nabandoned] =
-				DatumGetInt32(heap_getattr(tuple, Anum_holder_slot, desc, &isnull));
+				DatumGetInt32(SLOT_VALUE(&row, Anum_holder_slot));
 		probe->nabandoned++;
 	}
 	else if (view.live || view.available_at != 0)
@@ -562,6 +626,22 @@ dlock_holders_allow_exclusive(text *lock_name, TimestampTz deadline, int32 histo
 }
 
 /*
+ * Whether a shared lease or permit of lock_name keeps writers out at clock
+ * reading now, as committed (the latest snapshot): live, or kept by its
+ * policies (probe_holder). A multi-lock's refusal before it writes anything.
+ */
+bool
+dlock_holders_busy(text *lock_name, TimestampTz now)
+{
+	HolderProbe probe = {.now = now, .lock_name = lock_name};
+
+	if (!OidIsValid(dlock_catalog()->holder_table))
+		return false;
+	scan_name_rows(dlock_catalog()->holder_table, lock_name, probe_holder, &probe);
+	return probe.any_live;
+}
+
+/*
  * The exclusive attempt is over: a refused one gives back the kind lock it
  * took, so it holds nothing.
  */
@@ -573,70 +653,43 @@ dlock_holders_attempt_done(bool acquired)
 	exclusive_kind_lock_taken = false;
 }
 
-/* this owner's slot of the name, as committed: the version a renewal or release decides on */
-#define HOLDER_OWN_SQL(policy_cols) \
-	"SELECT h.slot, h.lease_until, h.ctid, h.owner_token, h.updated_at, " policy_cols \
-	"  FROM dlock.lock_holder h" \
-	" WHERE h.lock_name = $1 AND h.owner_token = $2" \
-	" ORDER BY h.lease_until DESC LIMIT 1"
-static DlockStatement holder_own_stmt = {
-	.sql = HOLDER_OWN_SQL(SLOT_POLICY_COLS),
-	.nargs = 2,
-	.argtypes = {TEXTOID, UUIDOID},
-};
-static DlockStatement holder_own_1_5_stmt = {
-	.sql = HOLDER_OWN_SQL(SLOT_NO_POLICY_COLS),
-	.nargs = 2,
-	.argtypes = {TEXTOID, UUIDOID},
-};
-#define OWN_COL_SLOT		1
-#define OWN_COL_UNTIL		2
-#define OWN_COL_CTID		3
-#define OWN_COL_OWNER		4
-#define OWN_COL_UPDATED_AT	5
-#define OWN_COL_POLICY		6
+/* The name's slot rows, as scan_name_rows collects them */
+typedef struct SlotRows
+{
+	int			n;
+	int			size;
+	SlotRow    *rows;
+} SlotRows;
+
+static void
+collect_slot_row(HeapTuple tuple, TupleDesc desc, void *arg)
+{
+	SlotRows   *rows = arg;
+
+	if (rows->n == rows->size)
+	{
+		rows->size = Max(8, rows->size * 2);
+		rows->rows = rows->rows == NULL ? palloc(sizeof(SlotRow) * rows->size) :
+			repalloc(rows->rows, sizeof(SlotRow) * rows->size);
+	}
+	copy_slot_row(tuple, desc, &rows->rows[rows->n++]);
+}
 
 /*
- * that slot locked, if it is still as decided on and nobody else has it:
- * no row when another transaction locks it (a holds() pin, a concurrent
- * renewal) or changed it meanwhile
+ * The slot rows of lock_name as committed (and as this transaction wrote
+ * them), in slot order, read with the latest snapshot; returns how many.
  */
-static DlockStatement holder_own_lock_stmt = {
-	.sql =
-	"SELECT 1 FROM dlock.lock_holder h"
-	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.owner_token = $3"
-	"   AND h.lease_until = $4"
-	"   FOR NO KEY UPDATE SKIP LOCKED",
-	.nargs = 4,
-	.argtypes = {TEXTOID, INT4OID, UUIDOID, TIMESTAMPTZOID},
-};
+static int
+read_slot_rows(text *lock_name, SlotRow **rows)
+{
+	SlotRows	found = {0};
 
-/*
- * renew ($4 true) or release the holder lease of slot $2, locked and
- * decided on; $6 is the not_before a release leaves (min_hold)
- */
-#define HOLDER_CHANGE_SQL(set_not_before) \
-	"UPDATE dlock.lock_holder h" \
-	"   SET owner_token = CASE WHEN $4 THEN h.owner_token END, lease_until = $3," \
-	"       updated_at = $5, renewals = h.renewals + CASE WHEN $4 THEN 1 ELSE 0 END" \
-	set_not_before \
-	" WHERE h.lock_name = $1 AND h.slot = $2" \
-	" RETURNING h.fencing_seq, h.holder, h.lease_until, h.kind, h.slot, h.acquired_at"
-static DlockStatement holder_change_stmt = {
-	.sql = HOLDER_CHANGE_SQL(", not_before = $6"),
-	.nargs = 6,
-	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-};
-static DlockStatement holder_change_1_5_stmt = {
-	.sql = HOLDER_CHANGE_SQL(""),
-	.nargs = 6,
-	.argtypes = {TEXTOID, INT4OID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
-};
-#define CHANGED_COL_TOKEN		1
-#define CHANGED_COL_HOLDER		2
-#define CHANGED_COL_UNTIL		3
-#define CHANGED_COL_KIND		4
-#define CHANGED_COL_ACQUIRED_AT	6
+	/* this transaction's own statements so far are part of the state */
+	CommandCounterIncrement();
+	scan_name_rows(dlock_catalog()->holder_table, lock_name, collect_slot_row, &found);
+	*rows = found.rows;
+	return found.n;
+}
 
 /*
  * Renew (ttl_usecs > 0) or release (0) this owner's live shared lease or
@@ -649,15 +702,13 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 			  TimestampTz *lease_until, int64 *token)
 {
 	bool		writes_only = dlock_lease_writes_only();
+	const DlockHolderColumns *cols = &dlock_catalog()->holder_columns;
 	TimestampTz now;
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
-	int32		slot;
 	int			rounds = 0;
 	DlockPolicyRow pr;
 	TimestampTz since;
 	TimestampTz not_before;
+	SlotRow    *row;
 
 	/*
 	 * Decide on the owner's slot as committed, at one clock reading, and
@@ -668,68 +719,70 @@ change_holder(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs, bool by_renew,
 	 * as it is then, at a new clock reading: a lease that expired while its
 	 * renewal waited for a pin is gone, as for an exclusive lease.
 	 */
-	values[0] = PointerGetDatum(lock_name);
 	for (;;)
 	{
-		TimestampTz until;
-		ItemPointerData tid;
+		SlotRow    *rows;
+		int			nrows = read_slot_rows(lock_name, &rows);
 		Relation	rel;
+		DlockRowLock locked;
 
-		values[1] = UUIDPGetDatum(owner);
-		if (dlock_execute(dlock_holder_statement(&holder_own_stmt, &holder_own_1_5_stmt), values, NULL, 1) == 0)
+		/* the owner's slot; of two (a lease lost and retaken), the later */
+		row = NULL;
+		for (int i = 0; i < nrows; i++)
+			if (!SLOT_NULL(&rows[i], Anum_holder_owner_token) &&
+				memcmp(DatumGetUUIDP(SLOT_VALUE(&rows[i], Anum_holder_owner_token)),
+					   owner, UUID_LEN) == 0 &&
+				(row == NULL || slot_time(&rows[i], Anum_holder_lease_until) >
+				 slot_time(row, Anum_holder_lease_until)))
+				row = &rows[i];
+		if (row == NULL)
 			return false;
-		slot = DatumGetInt32(dlock_sql_value(0, OWN_COL_SLOT, &isnull));
-		until = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UNTIL, &isnull));
-		tid = *(ItemPointer) DatumGetPointer(dlock_sql_value(0, OWN_COL_CTID, &isnull));
-		since = DatumGetTimestampTz(dlock_sql_value(0, OWN_COL_UPDATED_AT, &isnull));
-		slot_policy_row(0, OWN_COL_OWNER, OWN_COL_UNTIL, OWN_COL_POLICY, &pr);
+		since = slot_time(row, Anum_holder_updated_at);
+		slot_policy_row(row, &pr);
 		now = GetCurrentTimestamp();
 		/* the rule of every kind: live, and a renewal not past max_hold */
 		if (!dlock_policy_may_change_row(&pr, now, ttl_usecs))
 			return false;
 
-		values[1] = Int32GetDatum(slot);
-		values[2] = UUIDPGetDatum(owner);
-		values[3] = TimestampTzGetDatum(until);
-		if (dlock_execute(&holder_own_lock_stmt, values, NULL, 1) == 1)
+		rel = dlock_table_open(dlock_catalog()->holder_table, RowExclusiveLock);
+		locked = dlock_tuple_lock(rel, &row->tid, LockTupleNoKeyExclusive);
+		if (locked == ROW_BLOCKED)
+			(void) dlock_tuple_wait(rel, &row->tid, 0); /* bounded by lock_timeout */
+		table_close(rel, NoLock);
+		if (locked == ROW_LOCKED)
 			break;				/* locked as decided on */
-
-		rel = dlock_table_open(dlock_catalog()->holder_table, AccessShareLock);
-		(void) dlock_tuple_wait(rel, &tid, 0);	/* bounded by lock_timeout */
-		table_close(rel, AccessShareLock);
 		dlock_decision_round(&rounds, lock_name);
 	}
 
-	values[1] = Int32GetDatum(slot);
-	values[2] = TimestampTzGetDatum(ttl_usecs > 0 ? dlock_policy_until_row(&pr, now, ttl_usecs) : now);
-	values[3] = BoolGetDatum(ttl_usecs > 0);
-	values[4] = TimestampTzGetDatum(now);
+	*token = DatumGetInt64(SLOT_VALUE(row, Anum_holder_fencing_seq));
+	*lease_until = ttl_usecs > 0 ? dlock_policy_until_row(&pr, now, ttl_usecs) : now;
 	not_before = ttl_usecs > 0 ? 0 : dlock_policy_released_not_before(&pr, now);
-	values[5] = TimestampTzGetDatum(not_before);
-	nulls[5] = not_before == 0 ? 'n' : ' ';
-	if (dlock_execute(dlock_holder_statement(&holder_change_stmt, &holder_change_1_5_stmt), values, nulls, 0) != 1)
-		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
-			 slot, text_to_cstring(lock_name));
-	*token = DatumGetInt64(dlock_sql_value(0, CHANGED_COL_TOKEN, &isnull));
-	*lease_until = DatumGetTimestampTz(dlock_sql_value(0, CHANGED_COL_UNTIL, &isnull));
+	if (ttl_usecs == 0)
+		SLOT_NULL(row, Anum_holder_owner_token) = true;
+	SLOT_VALUE(row, Anum_holder_lease_until) = TimestampTzGetDatum(*lease_until);
+	SLOT_VALUE(row, Anum_holder_updated_at) = TimestampTzGetDatum(now);
+	if (ttl_usecs > 0)
+		SLOT_VALUE(row, Anum_holder_renewals) =
+			Int64GetDatum(DatumGetInt64(SLOT_VALUE(row, Anum_holder_renewals)) + 1);
+	if (cols->policies)
+	{
+		SLOT_VALUE(row, cols->not_before) = TimestampTzGetDatum(not_before);
+		SLOT_NULL(row, cols->not_before) = not_before == 0;
+	}
+	write_slot_row(row);
 	if (ttl_usecs > 0)
 	{
 		dlock_lease_written(writes_only, !dlock_grants_fenced());
 		dlock_count(STAT_RENEWALS, 1);
 		dlock_policy_count_renewal(pr.lease_until, since, now);
 		if (by_renew)
-		{
-			bool		holder_null;
-			Datum		holder = dlock_sql_value(0, CHANGED_COL_HOLDER, &holder_null);
-
-			dlock_report_renewal(lock_name, *token, holder_null ? NULL : DatumGetTextPP(holder));
-		}
+			dlock_report_renewal(lock_name, *token,
+								 SLOT_NULL(row, Anum_holder_holder) ? NULL :
+								 DatumGetTextPP(SLOT_VALUE(row, Anum_holder_holder)));
 	}
 	else
 	{
-		DlockEndedLease lease = dlock_result_ended_lease(0, CHANGED_COL_TOKEN, CHANGED_COL_HOLDER,
-														 CHANGED_COL_ACQUIRED_AT,
-														 CHANGED_COL_KIND);
+		DlockEndedLease lease = slot_ended_lease(row);
 
 		dlock_lease_written(writes_only, false);
 		/* the longest waiters get what it freed in this transaction's commit */
@@ -798,6 +851,7 @@ dlock_holder_holds(text *lock_name, int64 token)
 /* The slot row locked for a grant */
 typedef struct HolderSlot
 {
+	SlotRow		row;			/* as locked */
 	int32		slot;
 	int64		fencing_seq;
 	int64		block_end;
@@ -809,94 +863,90 @@ typedef struct HolderSlot
 } HolderSlot;
 
 /*
- * the very version of a slot decided available (ctid $3), unless another
- * transaction has it (a grant, a pin) or changed it meanwhile
+ * a new slot, unless another transaction made it meanwhile; its version is
+ * read back (lock_slot) to be written by the grant
  */
-static DlockStatement holder_lock_stmt = {
-	.sql =
-	"SELECT h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
-	"       h.owner_token IS NOT NULL, h.holder, h.acquired_at, h.kind, h.lease_until"
-	"  FROM dlock.lock_holder h"
-	" WHERE h.lock_name = $1 AND h.slot = $2 AND h.ctid = $3"
-	"   FOR UPDATE SKIP LOCKED",
-	.nargs = 3,
-	.argtypes = {TEXTOID, INT4OID, TIDOID},
-};
-
-/* a new slot, unless another transaction made it meanwhile */
 static DlockStatement holder_insert_stmt = {
 	.sql =
 	"INSERT INTO dlock.lock_holder AS h (lock_name, slot, kind, fencing_seq, block_end,"
 	"                                  updated_at, grant_timeline, grant_system)"
 	" VALUES ($1, $2, $3, 0, 0, $4, 0, 0) ON CONFLICT DO NOTHING"
-	" RETURNING h.fencing_seq, h.block_end, h.grant_timeline, h.grant_system,"
-	"           false, h.holder, h.acquired_at, h.kind, h.lease_until",
+	" RETURNING h.ctid",
 	.nargs = 4,
 	.argtypes = {TEXTOID, INT4OID, CHAROID, TIMESTAMPTZOID},
 };
+#define INSERTED_COL_CTID	1
 
-/* The columns of both */
-#define LOCKED_COL_SEQ		1
-#define LOCKED_COL_BLOCK_END 2
-#define LOCKED_COL_TIMELINE	3
-#define LOCKED_COL_SYSTEM	4
-#define LOCKED_COL_HELD		5
-#define LOCKED_COL_HOLDER	6
-#define LOCKED_COL_ACQUIRED_AT 7
-#define LOCKED_COL_KIND		8
-#define LOCKED_COL_UNTIL	9
-
+/* The new slot this transaction just inserted at tid, read back into row */
 static void
-read_slot(HolderSlot *slot, int32 number)
+read_inserted_slot(ItemPointer tid, SlotRow *row)
 {
-	bool		isnull;
+	Relation	rel = dlock_table_open(dlock_catalog()->holder_table, RowExclusiveLock);
+	Snapshot	snapshot;
+	HeapTupleData tuple;
+	Buffer		buffer;
 
-	slot->slot = number;
-	slot->fencing_seq = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SEQ, &isnull));
-	slot->block_end = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_BLOCK_END, &isnull));
-	slot->grant_timeline = DatumGetInt32(dlock_sql_value(0, LOCKED_COL_TIMELINE, &isnull));
-	slot->grant_system = DatumGetInt64(dlock_sql_value(0, LOCKED_COL_SYSTEM, &isnull));
-	slot->lost = DatumGetBool(dlock_sql_value(0, LOCKED_COL_HELD, &isnull));
-	if (slot->lost)
-	{
-		/* copied: the grant runs other statements before it settles it */
-		slot->lost_lease = dlock_result_ended_lease(0, LOCKED_COL_SEQ, LOCKED_COL_HOLDER,
-													LOCKED_COL_ACQUIRED_AT, LOCKED_COL_KIND);
-		if (slot->lost_lease.holder != NULL)
-			slot->lost_lease.holder = DatumGetTextPCopy(PointerGetDatum(slot->lost_lease.holder));
-		slot->lost_until = DatumGetTimestampTz(dlock_sql_value(0, LOCKED_COL_UNTIL, &isnull));
-	}
+	CommandCounterIncrement();	/* the insert's command is over */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	tuple.t_self = *tid;
+	if (!dlock_heap_fetch_keep(rel, snapshot, &tuple, &buffer))
+		elog(ERROR, "pg_dlock: inserted holder slot vanished");
+	copy_slot_row(&tuple, RelationGetDescr(rel), row);
+	ReleaseBuffer(buffer);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
 }
 
 /*
  * Lock slot number of the name for a grant: an existing slot decided
- * available, in the version decided on (tid), that nobody else has locked,
- * or a new one (tid NULL). False, having locked nothing, when another
+ * available, in the version decided on (row), that nobody else has locked,
+ * or a new one (row NULL). False, having locked nothing, when another
  * transaction has it or changed it since.
  */
 static bool
-lock_slot(const HolderArgs *args, int32 number, const ItemPointerData *tid, TimestampTz now,
+lock_slot(const HolderArgs *args, int32 number, const SlotRow *row, TimestampTz now,
 		  HolderSlot *slot)
 {
-	Datum		values[4];
-	char		kind = args->kind;
-
-	values[0] = PointerGetDatum(args->lock_name);
-	values[1] = Int32GetDatum(number);
-	if (tid != NULL)
+	if (row != NULL)
 	{
-		values[2] = PointerGetDatum(unconstify(ItemPointerData *, tid));
-		if (dlock_execute(&holder_lock_stmt, values, NULL, 1) == 0)
+		Relation	rel = dlock_table_open(dlock_catalog()->holder_table, RowExclusiveLock);
+		ItemPointerData tid = row->tid;
+		DlockRowLock locked = dlock_tuple_lock(rel, &tid, LockTupleExclusive);
+
+		table_close(rel, NoLock);
+		if (locked != ROW_LOCKED)
 			return false;
+		/* the version decided on is the newest: its columns are as read */
+		slot->row = *row;
 	}
 	else
 	{
-		values[2] = CharGetDatum(kind);
+		Datum		values[4];
+		bool		isnull;
+
+		values[0] = PointerGetDatum(args->lock_name);
+		values[1] = Int32GetDatum(number);
+		values[2] = CharGetDatum(args->kind);
 		values[3] = TimestampTzGetDatum(now);
 		if (dlock_execute(&holder_insert_stmt, values, NULL, 1) == 0)
 			return false;
+		read_inserted_slot((ItemPointer) DatumGetPointer(dlock_sql_value(0, INSERTED_COL_CTID, &isnull)),
+						   &slot->row);
 	}
-	read_slot(slot, number);
+	slot->slot = number;
+	slot->fencing_seq = DatumGetInt64(SLOT_VALUE(&slot->row, Anum_holder_fencing_seq));
+	slot->block_end = DatumGetInt64(SLOT_VALUE(&slot->row, Anum_holder_block_end));
+	slot->grant_timeline = DatumGetInt32(SLOT_VALUE(&slot->row, Anum_holder_grant_timeline));
+	slot->grant_system = DatumGetInt64(SLOT_VALUE(&slot->row, Anum_holder_grant_system));
+	slot->lost = !SLOT_NULL(&slot->row, Anum_holder_owner_token);
+	if (slot->lost)
+	{
+		/* copied: the grant overwrites the row's columns before it settles it */
+		slot->lost_lease = slot_ended_lease(&slot->row);
+		if (slot->lost_lease.holder != NULL)
+			slot->lost_lease.holder = DatumGetTextPCopy(PointerGetDatum(slot->lost_lease.holder));
+		slot->lost_until = slot_time(&slot->row, Anum_holder_lease_until);
+	}
 	return true;
 }
 
@@ -1014,7 +1064,7 @@ typedef struct SlotState
 	bool		available;		/* a new owner may have it (not live, no policy keeps it) */
 	bool		abandoned;		/* live, but handed by a release to a waiter that
 								 * never took it (wait.c): available */
-	ItemPointerData tid;		/* the version decided on */
+	SlotRow    *row;			/* the version decided on */
 } SlotState;
 
 /* The name as a holder grant decides on it */
@@ -1064,98 +1114,54 @@ check_live_slot(const HolderArgs *args, char kind, bool permits_null, int32 perm
 }
 
 /*
- * The name's last exclusive token and its generation (found is NULL
- * without a row) and its holder slots, one row per slot, or one row with
- * NULL slot columns when it has none; $2 is the clock reading that decides
- * which slots are live.
- */
-#define NAME_AND_HOLDERS_SQL(policy_cols) \
-	"SELECT n.found, n.fencing_seq, n.grant_timeline, n.grant_system," \
-	"       h.slot, h.kind, h.permits, h.owner_token, h.lease_until, h.ctid, " policy_cols \
-	"       , h.xmin" \
-	"  FROM (SELECT 1) v" \
-	"  LEFT JOIN LATERAL (" \
-	"    SELECT true AS found, l.fencing_seq, l.grant_timeline, l.grant_system" \
-	"      FROM dlock.distributed_lock l WHERE l.lock_name = $1) n ON true" \
-	"  LEFT JOIN dlock.lock_holder h ON h.lock_name = $1" \
-	" ORDER BY h.slot"
-static DlockStatement name_and_holders_stmt = {
-	.sql = NAME_AND_HOLDERS_SQL(SLOT_POLICY_COLS),
-	.nargs = 2,
-	.argtypes = {TEXTOID, TIMESTAMPTZOID},
-};
-static DlockStatement name_and_holders_1_5_stmt = {
-	.sql = NAME_AND_HOLDERS_SQL(SLOT_NO_POLICY_COLS),
-	.nargs = 2,
-	.argtypes = {TEXTOID, TIMESTAMPTZOID},
-};
-#define NAME_COL_FOUND		1
-#define NAME_COL_SEQ		2
-#define NAME_COL_TIMELINE	3
-#define NAME_COL_SYSTEM		4
-#define SLOT_COL_NUMBER		5
-#define SLOT_COL_KIND		6
-#define SLOT_COL_PERMITS	7
-#define SLOT_COL_OWNER		8
-#define SLOT_COL_UNTIL		9
-#define SLOT_COL_CTID		10
-#define SLOT_COL_POLICY		11
-#define SLOT_COL_XMIN		15
-
-/*
  * Read the name's exclusive token and its holder slots at clock reading
- * now, in one statement, into st (copied: the caller runs other statements
- * before it is done with them). Raises the errors of check_live_slot.
+ * now into st, with the latest snapshot. Raises the errors of
+ * check_live_slot.
  */
 static void
 read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 {
-	Datum		values[2];
-	bool		isnull;
+	DlockRows	rows;
+	DlockRow	row;
+	SlotRow    *slot_rows;
 	int			nrows;
 
-	values[0] = PointerGetDatum(args->lock_name);
-	values[1] = TimestampTzGetDatum(now);
-	nrows = dlock_execute(dlock_holder_statement(&name_and_holders_stmt, &name_and_holders_1_5_stmt),
-						  values, NULL, 0);
-
 	memset(st, 0, sizeof(*st));
-	if (nrows > 0)
+	/* the exclusive side was decided by name_admits_holders: its token only */
+	dlock_rows_open(&rows);
+	if (dlock_row_read(&rows, args->lock_name, &row))
 	{
-		(void) dlock_sql_value(0, NAME_COL_FOUND, &isnull);
-		st->name_exists = !isnull;
+		AttrNumber	system_att = rows.columns.grant_system;
+
+		st->name_exists = true;
+		st->name_seq = DatumGetInt64(row.values[Anum_fencing_seq - 1]);
+		st->name_timeline = row.nulls[Anum_grant_timeline - 1] ? 0 :
+			DatumGetInt32(row.values[Anum_grant_timeline - 1]);
+		st->name_system = system_att == InvalidAttrNumber || row.nulls[system_att - 1] ? 0 :
+			DatumGetInt64(row.values[system_att - 1]);
 	}
-	/* the exclusive side was decided by name_admits_holders */
-	if (st->name_exists)
-	{
-		st->name_seq = DatumGetInt64(dlock_sql_value(0, NAME_COL_SEQ, &isnull));
-		st->name_timeline = DatumGetInt32(dlock_sql_value(0, NAME_COL_TIMELINE, &isnull));
-		st->name_system = DatumGetInt64(dlock_sql_value(0, NAME_COL_SYSTEM, &isnull));
-	}
+	dlock_rows_close(&rows);
+
+	nrows = read_slot_rows(args->lock_name, &slot_rows);
 	st->slots = palloc(sizeof(SlotState) * (nrows + 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		Datum		number = dlock_sql_value(i, SLOT_COL_NUMBER, &isnull);
+		SlotRow    *r = &slot_rows[i];
 		SlotState  *slot = &st->slots[st->nslots];
-		bool		permits_null;
-		Datum		permits;
 		DlockPolicyRow pr;
 		DlockPolicyView view;
 
-		if (isnull)
-			continue;			/* the name has no slot */
-		slot->number = DatumGetInt32(number);
-		slot->tid = *(ItemPointer) DatumGetPointer(dlock_sql_value(i, SLOT_COL_CTID, &isnull));
+		slot->number = DatumGetInt32(SLOT_VALUE(r, Anum_holder_slot));
+		slot->row = r;
 		/* the one decision of every kind (lease_policy.c), on the slot */
-		slot_policy_row(i, SLOT_COL_OWNER, SLOT_COL_UNTIL, SLOT_COL_POLICY, &pr);
+		slot_policy_row(r, &pr);
 		dlock_policy_decide(&pr, now, &view);
 		slot->live = view.live;
 		slot->available = !view.live && view.available_at == 0;
 		/* a lease a release handed to a waiter that never took it: free */
 		slot->abandoned = view.live &&
-			dlock_wait_abandoned(args->lock_name,
-								 DatumGetTransactionId(dlock_sql_value(i, SLOT_COL_XMIN, &isnull)),
-								 DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)));
+			dlock_wait_abandoned(args->lock_name, r->xmin,
+								 DatumGetUUIDP(SLOT_VALUE(r, Anum_holder_owner_token)));
 		if (slot->abandoned)
 		{
 			slot->live = false;
@@ -1172,11 +1178,12 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 		if (!slot->live)
 			continue;
 		st->nlive++;
-		permits = dlock_sql_value(i, SLOT_COL_PERMITS, &permits_null);
-		if (!check_live_slot(args, DatumGetChar(dlock_sql_value(i, SLOT_COL_KIND, &isnull)),
-							 permits_null, permits_null ? 0 : DatumGetInt32(permits)))
+		if (!check_live_slot(args, DatumGetChar(SLOT_VALUE(r, Anum_holder_kind)),
+							 SLOT_NULL(r, Anum_holder_permits),
+							 SLOT_NULL(r, Anum_holder_permits) ? 0 :
+							 DatumGetInt32(SLOT_VALUE(r, Anum_holder_permits))))
 			st->wrong_kind = true;
-		if (memcmp(DatumGetUUIDP(dlock_sql_value(i, SLOT_COL_OWNER, &isnull)), args->owner, UUID_LEN) == 0)
+		if (memcmp(DatumGetUUIDP(SLOT_VALUE(r, Anum_holder_owner_token)), args->owner, UUID_LEN) == 0)
 			st->own_live = true;
 	}
 }
@@ -1184,11 +1191,13 @@ read_holder_state(const HolderArgs *args, TimestampTz now, HolderState *st)
 /*
  * Lock a free or expired slot for a grant, or make a new one: a permit in
  * slots 1..permits, a reader anywhere, starting at a slot of this backend's
- * own to spread readers. False when none could be had.
+ * own to spread readers. False when none could be had. A permit slot that
+ * another transaction has is waited for up to deadline (0: as long as a
+ * row lock would).
  */
 static bool
 lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
-			   HolderSlot *slot)
+			   TimestampTz deadline, HolderSlot *slot)
 {
 	/*
 	 * While abandoned slots are left, a grant takes one of them: they were
@@ -1201,7 +1210,7 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 		for (int i = 0; i < st->nslots; i++)
 			if (st->slots[i].abandoned &&
 				(args->kind != KIND_PERMIT || st->slots[i].number <= args->permits) &&
-				lock_slot(args, st->slots[i].number, &st->slots[i].tid, now, slot))
+				lock_slot(args, st->slots[i].number, st->slots[i].row, now, slot))
 			{
 				slot->lost = false;
 				return true;
@@ -1210,39 +1219,53 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 	}
 	if (args->kind == KIND_PERMIT)
 	{
-		for (int32 number = 1; number <= args->permits; number++)
-		{
-			const ItemPointerData *tid = NULL;
-			bool		is_free = true;
+		/*
+		 * Starting at a slot of this backend's own, to spread grants that
+		 * join the semaphore side by side: first the free slots nobody
+		 * else has locked (a new one is made); then those that could not
+		 * be locked. Such a slot is taken by another grant in flight, or
+		 * being deleted by dlock.reap, or was deleted since it was read:
+		 * make it anew, once the transaction that has it has ended -- with
+		 * a deadline, waited for first, so that the insert does not wait
+		 * past it. The insert does nothing if the slot is still there after
+		 * all; the counter, not the slot, carries the name's tokens.
+		 */
+		for (int pass = 0; pass < 2; pass++)
+			for (int32 k = 0; k < args->permits; k++)
+			{
+				int32		number = (int32) ((MyProcPid + k) % args->permits) + 1;
+				const SlotRow *row = NULL;
+				bool		is_free = true;
 
-			for (int i = 0; i < st->nslots; i++)
-				if (st->slots[i].number == number)
+				for (int i = 0; i < st->nslots; i++)
+					if (st->slots[i].number == number)
+					{
+						row = st->slots[i].row;
+						is_free = st->slots[i].available;
+					}
+				if (!is_free || (pass == 1 && row == NULL))
+					continue;
+				if (pass == 1 && deadline != 0)
 				{
-					tid = &st->slots[i].tid;
-					is_free = st->slots[i].available;
-				}
-			if (!is_free)
-				continue;
-			if (lock_slot(args, number, tid, now, slot))
-				return true;
+					Relation	rel = dlock_table_open(dlock_catalog()->holder_table,
+													   RowExclusiveLock);
+					ItemPointerData tid = row->tid;
+					bool		in_time = dlock_tuple_wait(rel, &tid, deadline);
 
-			/*
-			 * A free permit slot that cannot be locked is being deleted by
-			 * dlock.reap, or was deleted since it was read: make it anew.
-			 * The insert waits for an uncommitted reap and does nothing if
-			 * the slot is still there after all; the counter, not the
-			 * slot, carries the name's tokens.
-			 */
-			if (tid != NULL && lock_slot(args, number, NULL, now, slot))
-				return true;
-		}
+					table_close(rel, NoLock);
+					if (!in_time)
+						return false;
+				}
+				if (lock_slot(args, number, pass == 0 ? row : NULL, now, slot))
+					return true;
+			}
 		return false;
 	}
 	for (int k = 0; k < st->nslots; k++)
 	{
 		const SlotState *s = &st->slots[(MyProcPid % st->nslots + k) % st->nslots];
 
-		if (s->available && lock_slot(args, s->number, &s->tid, now, slot))
+		if (s->available && lock_slot(args, s->number, s->row, now, slot))
 			return true;
 	}
 	for (int32 number = st->max_slot + 1; number <= MAX_SHARED_SLOTS; number++)
@@ -1250,32 +1273,6 @@ lock_free_slot(const HolderArgs *args, const HolderState *st, TimestampTz now,
 			return true;
 	return false;
 }
-
-/*
- * the grant, on the slot locked for it; from 1.6 on with the lease's
- * policies ($13 hold_limit, $14 min_hold_until, $15 lock_delay)
- */
-#define HOLDER_GRANT_SQL(set_policies) \
-	"UPDATE dlock.lock_holder h SET kind = $3, permits = $4, owner_token = $5," \
-	"       fencing_seq = $6, block_end = $7, lease_until = $8, holder = $9," \
-	"       acquired_at = $10, updated_at = $10, renewals = 0," \
-	"       grant_timeline = $11, grant_system = $12" set_policies \
-	" WHERE h.lock_name = $1 AND h.slot = $2"
-static DlockStatement holder_grant_stmt = {
-	.sql = HOLDER_GRANT_SQL(", hold_limit = $13, min_hold_until = $14, lock_delay = $15,"
-							" not_before = NULL"),
-	.nargs = 15,
-	.argtypes = {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
-	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID},
-};
-static DlockStatement holder_grant_1_5_stmt = {
-	.sql = HOLDER_GRANT_SQL(""),
-	.nargs = 15,
-	.argtypes = {TEXTOID, INT4OID, CHAROID, INT4OID, UUIDOID, INT8OID, INT8OID,
-	TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID, INT8OID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INTERVALOID},
-};
 
 /*
  * Write the grant decided on the locked slot at now: its next token, from a
@@ -1288,13 +1285,11 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 {
 	int32		history = commit->history;
 	int64		system = (int64) GetSystemIdentifier();
+	const DlockHolderColumns *cols = &dlock_catalog()->holder_columns;
 	TimestampTz until = dlock_time_plus(now, args->ttl_usecs);
-	Datum		values[15];
-	char		nulls[15];
+	SlotRow		row = slot->row;
 	int64		token;
 	int64		block_end;
-	TimestampTz hold_limit;
-	TimestampTz min_hold_until;
 	Interval	lock_delay = {.time = args->policy.lock_delay_usecs};
 
 	/*
@@ -1312,31 +1307,39 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 		token = reserve_block(args->lock_name, st->name_exists, st->name_seq,
 							  st->name_timeline, st->name_system, history, &block_end);
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = PointerGetDatum(args->lock_name);
-	values[1] = Int32GetDatum(slot->slot);
-	values[2] = CharGetDatum(args->kind);
-	values[3] = Int32GetDatum(args->permits);
-	nulls[3] = args->kind == KIND_PERMIT ? ' ' : 'n';
-	values[4] = UUIDPGetDatum(args->owner);
-	values[5] = Int64GetDatum(token);
-	values[6] = Int64GetDatum(block_end);
-	values[7] = TimestampTzGetDatum(until);
-	values[8] = PointerGetDatum(args->holder);
-	nulls[8] = args->holder == NULL ? 'n' : ' ';
-	values[9] = TimestampTzGetDatum(now);
-	values[10] = Int32GetDatum(history);
-	values[11] = Int64GetDatum(system);
-	dlock_policy_grant_times(&args->policy, now, &hold_limit, &min_hold_until);
-	values[12] = TimestampTzGetDatum(hold_limit);
-	nulls[12] = hold_limit == 0 ? 'n' : ' ';
-	values[13] = TimestampTzGetDatum(min_hold_until);
-	nulls[13] = min_hold_until == 0 ? 'n' : ' ';
-	values[14] = IntervalPGetDatum(&lock_delay);
-	nulls[14] = lock_delay.time == 0 ? 'n' : ' ';
-	if (dlock_execute(dlock_holder_statement(&holder_grant_stmt, &holder_grant_1_5_stmt), values, nulls, 0) != 1)
-		elog(ERROR, "pg_dlock: locked slot %d of \"%s\" vanished",
-			 slot->slot, text_to_cstring(args->lock_name));
+	SLOT_VALUE(&row, Anum_holder_kind) = CharGetDatum(args->kind);
+	SLOT_VALUE(&row, Anum_holder_permits) = Int32GetDatum(args->permits);
+	SLOT_NULL(&row, Anum_holder_permits) = args->kind != KIND_PERMIT;
+	SLOT_VALUE(&row, Anum_holder_owner_token) = UUIDPGetDatum(args->owner);
+	SLOT_NULL(&row, Anum_holder_owner_token) = false;
+	SLOT_VALUE(&row, Anum_holder_fencing_seq) = Int64GetDatum(token);
+	SLOT_VALUE(&row, Anum_holder_block_end) = Int64GetDatum(block_end);
+	SLOT_VALUE(&row, Anum_holder_lease_until) = TimestampTzGetDatum(until);
+	SLOT_NULL(&row, Anum_holder_lease_until) = false;
+	SLOT_VALUE(&row, Anum_holder_holder) = PointerGetDatum(args->holder);
+	SLOT_NULL(&row, Anum_holder_holder) = args->holder == NULL;
+	SLOT_VALUE(&row, Anum_holder_acquired_at) = TimestampTzGetDatum(now);
+	SLOT_NULL(&row, Anum_holder_acquired_at) = false;
+	SLOT_VALUE(&row, Anum_holder_updated_at) = TimestampTzGetDatum(now);
+	SLOT_VALUE(&row, Anum_holder_renewals) = Int64GetDatum(0);
+	SLOT_VALUE(&row, Anum_holder_grant_timeline) = Int32GetDatum(history);
+	SLOT_VALUE(&row, Anum_holder_grant_system) = Int64GetDatum(system);
+	if (cols->policies)
+	{
+		/* the lease's own policies (1.6 on) */
+		TimestampTz hold_limit;
+		TimestampTz min_hold_until;
+
+		dlock_policy_grant_times(&args->policy, now, &hold_limit, &min_hold_until);
+		SLOT_VALUE(&row, cols->hold_limit) = TimestampTzGetDatum(hold_limit);
+		SLOT_NULL(&row, cols->hold_limit) = hold_limit == 0;
+		SLOT_VALUE(&row, cols->min_hold_until) = TimestampTzGetDatum(min_hold_until);
+		SLOT_NULL(&row, cols->min_hold_until) = min_hold_until == 0;
+		SLOT_VALUE(&row, cols->lock_delay) = IntervalPGetDatum(&lock_delay);
+		SLOT_NULL(&row, cols->lock_delay) = lock_delay.time == 0;
+		SLOT_NULL(&row, cols->not_before) = true;
+	}
+	write_slot_row(&row);
 	/* the expired lease this grant ends, reported once */
 	if (slot->lost)
 		(void) dlock_report_expiry_once(args->lock_name, slot->slot, &slot->lost_lease,
@@ -1355,13 +1358,13 @@ write_holder_grant(const HolderArgs *args, const HolderState *st, const HolderSl
 
 /*
  * Decide and, when it can, make the grant, inside the caller's connection
- * (dlock_sql_connect); the
- * caller holds the kind lock and has decided the exclusive side
- * (name_admits_holders). Returns true when granted.
+ * (dlock_sql_connect); the caller holds the kind lock and has decided the
+ * exclusive side (name_admits_holders). A slot another transaction has is
+ * waited for up to deadline (lock_free_slot). Returns true when granted.
  */
 static bool
 grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc tupdesc,
-			 MemoryContext cxt, HolderAttempt *attempt)
+			 MemoryContext cxt, TimestampTz deadline, HolderAttempt *attempt)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	HolderState st;
@@ -1388,7 +1391,7 @@ grant_holder(const HolderArgs *args, const DlockGrantCommit *commit, TupleDesc t
 
 	/* at most "permits" permits taken: live, or kept by their policies */
 	if ((args->kind == KIND_PERMIT && st.ntaken >= args->permits) ||
-		!lock_free_slot(args, &st, now, &slot))
+		!lock_free_slot(args, &st, now, deadline, &slot))
 	{
 		/* full, or the free slots were just taken or are pinned by a stale holder */
 		attempt->busy_until = st.first_expiry;
@@ -1493,6 +1496,49 @@ name_admits_holders(text *lock_name, TimestampTz deadline, TimestampTz *busy_unt
 }
 
 /*
+ * Whether a permit grant may join the semaphore (kind_lock_mode): its slots,
+ * as committed or as this transaction wrote them, are of the caller's
+ * number of permits -- every slot among 1..permits, of which there is at
+ * least one, and every live slot -- so its live permits, if any, are. The
+ * caller holds the kind lock in join mode, so no grant that starts the
+ * semaphore runs meanwhile.
+ */
+static bool
+permit_may_join(const HolderArgs *args)
+{
+	SlotRow    *rows;
+	int			nrows = read_slot_rows(args->lock_name, &rows);
+	TimestampTz now = GetCurrentTimestamp();
+	bool		any = false;
+
+	for (int i = 0; i < nrows; i++)
+	{
+		const SlotRow *row = &rows[i];
+		bool		same_size = DatumGetChar(SLOT_VALUE(row, Anum_holder_kind)) == KIND_PERMIT &&
+			!SLOT_NULL(row, Anum_holder_permits) &&
+			DatumGetInt32(SLOT_VALUE(row, Anum_holder_permits)) == args->permits;
+
+		if (DatumGetInt32(SLOT_VALUE(row, Anum_holder_slot)) <= args->permits)
+		{
+			if (!same_size)
+				return false;
+			any = true;
+		}
+		else if (!same_size)
+		{
+			DlockPolicyRow pr;
+			DlockPolicyView view;
+
+			slot_policy_row(row, &pr);
+			dlock_policy_decide(&pr, now, &view);
+			if (view.live)
+				return false;
+		}
+	}
+	return any;
+}
+
+/*
  * One attempt to grant a shared lease or permit; waits for the kind lock up
  * to deadline (0: as long as a row lock would). A refusal holds nothing.
  */
@@ -1503,6 +1549,8 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 	LockAcquireResult result;
 	bool		waited;
 	DlockGrantCommit commit;
+	bool		join = args->kind == KIND_PERMIT;
+	LOCKMODE	mode;
 
 	attempt->acquired = false;
 	attempt->busy_until = 0;
@@ -1512,23 +1560,28 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
 				 errmsg("extension \"pg_dlock\" must be updated for shared leases and permits"),
 				 errhint("Run ALTER EXTENSION pg_dlock UPDATE.")));
 	dlock_grant_prepare(&commit);
-	if (!take_kind_lock(args->lock_name, kind_lock_mode(args->kind), deadline, &result, &waited))
-		return;
+	for (;;)
+	{
+		mode = kind_lock_mode(args->kind, join);
+		if (!take_kind_lock(args->lock_name, mode, deadline, &result, &waited))
+			return;
+		/* for the rarer steps' statements (a new slot or block, reports) */
+		dlock_sql_connect();
+		if (!join || permit_may_join(args))
+			break;
+		/* nothing to join: start the semaphore, alone */
+		dlock_sql_finish();
+		dlock_kind_unlock(args->lock_name, mode);
+		join = false;
+	}
 
 	/* writer preference: nobody queued for the name goes after us */
 	if (!dlock_wait_queued_ahead(args->lock_name) &&
 		name_admits_holders(args->lock_name, deadline, &attempt->busy_until))
-	{
-		DlockOwnerScope scope;
-
-		dlock_sql_connect();
-		dlock_owner_scope_begin(&scope);
-		(void) grant_holder(args, &commit, tupdesc, cxt, attempt);
-		dlock_owner_scope_end(&scope);
-		dlock_sql_finish();
-	}
+		(void) grant_holder(args, &commit, tupdesc, cxt, deadline, attempt);
+	dlock_sql_finish();
 	if (!attempt->acquired)
-		dlock_kind_unlock(args->lock_name, kind_lock_mode(args->kind));
+		dlock_kind_unlock(args->lock_name, mode);
 }
 
 /*
@@ -1540,9 +1593,10 @@ attempt_holder(const HolderArgs *args, TupleDesc tupdesc, MemoryContext cxt,
  * lock taken, an exclusive lease or a policy keeping the name, a live lease
  * of another kind or size, the waiter's own live lease, no free slot --
  * refuses, and the waiter, woken at the commit, attempts itself. The kind
- * lock is taken in the permits' mode, which also excludes readers' own
- * attempts, so that a waiter attempting meanwhile never gets a second slot
- * beside the handed one; it is kept to the commit. claim(claim_arg) is
+ * lock is taken in the mode of a permit grant that starts a semaphore,
+ * which excludes every other grant of a shared lease or permit (joining
+ * permit grants too), so that a waiter attempting meanwhile never gets a
+ * second slot beside the handed one; it is kept to the commit. claim(claim_arg) is
  * called once the grant is certain: true when the grant is written, with
  * its token and expiry.
  */
@@ -1578,7 +1632,7 @@ dlock_holder_hand_off(text *lock_name, const DlockHandoff *to,
 	args.by_release = true;
 
 	dlock_grant_prepare(&commit);
-	if (dlock_kind_lock(lock_name, kind_lock_mode(KIND_PERMIT), false) == LOCKACQUIRE_NOT_AVAIL)
+	if (dlock_kind_lock(lock_name, kind_lock_mode(KIND_PERMIT, false), false) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 	now = GetCurrentTimestamp();
 	if (!name_admits_holders(lock_name, now, &busy_until))
@@ -1592,7 +1646,7 @@ dlock_holder_hand_off(text *lock_name, const DlockHandoff *to,
 		room.permits++;
 	if (!st.wrong_kind && !st.own_live &&
 		!(room.kind == KIND_PERMIT && st.ntaken >= room.permits) &&
-		lock_free_slot(&room, &st, now, &slot) && claim(claim_arg))
+		lock_free_slot(&room, &st, now, 0, &slot) && claim(claim_arg))
 	{
 		/* the grant is the waiter's: it commits as the waiter asked too */
 		commit.fenced = commit.fenced && to->fenced;
@@ -1619,13 +1673,13 @@ dlock_holder_downgrade_begin(text *lock_name)
 	LockAcquireResult result;
 	bool		waited;
 
-	(void) take_kind_lock(lock_name, kind_lock_mode(KIND_SHARED), 0, &result, &waited);
+	(void) take_kind_lock(lock_name, kind_lock_mode(KIND_SHARED, false), 0, &result, &waited);
 }
 
 void
 dlock_holder_downgrade_refused(text *lock_name)
 {
-	dlock_kind_unlock(lock_name, kind_lock_mode(KIND_SHARED));
+	dlock_kind_unlock(lock_name, kind_lock_mode(KIND_SHARED, false));
 }
 
 /*
@@ -1652,7 +1706,7 @@ dlock_holder_grant_downgraded(text *lock_name, pg_uuid_t *owner, text *holder,
 	dlock_sql_connect();
 	dlock_owner_scope_begin(&scope);
 	read_holder_state(&args, now, &st);
-	if (!lock_free_slot(&args, &st, now, &slot))
+	if (!lock_free_slot(&args, &st, now, 0, &slot))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("shared lock \"%s\" has no free slot for the downgraded lease",

@@ -31,6 +31,7 @@ extern void dlock_holders_attempt_done(bool acquired);
 extern bool dlock_holder_hand_off(text *lock_name, const DlockHandoff *to,
 								  bool (*claim) (void *claim_arg), void *claim_arg,
 								  int64 *token, TimestampTz *until);
+extern bool dlock_holders_busy(text *lock_name, TimestampTz now);
 extern bool dlock_holder_change(text *lock_name, pg_uuid_t *owner, int64 ttl_usecs,
 								TimestampTz *lease_until);
 extern bool dlock_holder_holds(text *lock_name, int64 token);

@@ -149,23 +149,32 @@ remember_row(DlockRows *rows, DlockRow *row)
 }
 
 /*
+ * The attributes of tuple (of a table with descriptor desc) in new arrays
+ * *values and *nulls, copied into the current memory context, so that they
+ * outlive the pin of the buffer the tuple lies in.
+ */
+void
+dlock_tuple_copy_values(HeapTuple tuple, TupleDesc desc, Datum **values, bool **nulls)
+{
+	*values = palloc(sizeof(Datum) * desc->natts);
+	*nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(tuple, desc, *values, *nulls);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!(*nulls)[i] && !att->attbyval)
+			(*values)[i] = datumCopy((*values)[i], false, att->attlen);
+	}
+}
+
+/*
  * Copy the attributes of tuple into row, in the current memory context.
  */
 static void
 copy_row(DlockRows *rows, HeapTuple tuple, DlockRow *row)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rows->rel);
-
-	row->values = palloc(sizeof(Datum) * rows->natts);
-	row->nulls = palloc(sizeof(bool) * rows->natts);
-	heap_deform_tuple(tuple, tupdesc, row->values, row->nulls);
-	for (int i = 0; i < rows->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-		if (!row->nulls[i] && !att->attbyval)
-			row->values[i] = datumCopy(row->values[i], false, att->attlen);
-	}
+	dlock_tuple_copy_values(tuple, RelationGetDescr(rows->rel), &row->values, &row->nulls);
 	row->tid = tuple->t_self;
 	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 }
@@ -302,13 +311,24 @@ row_lock_outcome(TM_Result result)
 DlockRowLock
 dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode)
 {
+	return dlock_tuple_lock(rows->rel, &row->tid, mode);
+}
+
+/*
+ * The same for the row version at tid of any of pg_dlock's tables (rel),
+ * read with the latest snapshot and decided on: ROW_LOCKED when that very
+ * version is now locked by this transaction, so the decision stands.
+ */
+DlockRowLock
+dlock_tuple_lock(Relation rel, ItemPointer tid, LockTupleMode mode)
+{
 	HeapTupleData tuple;
 	Buffer		buffer;
 	TM_FailureData tmfd;
 	TM_Result	result;
 
-	tuple.t_self = row->tid;
-	result = heap_lock_tuple(rows->rel, &tuple, GetCurrentCommandId(true), mode,
+	tuple.t_self = *tid;
+	result = heap_lock_tuple(rel, &tuple, GetCurrentCommandId(true), mode,
 							 LockWaitSkip, false, &buffer, &tmfd);
 	ReleaseBuffer(buffer);
 	return row_lock_outcome(result);
@@ -506,6 +526,67 @@ update_version(DlockRows *rows, DlockRow *row)
 	}
 	heap_freetuple(tuple);
 	return result;
+}
+
+/*
+ * Write tuple as the new version of the row version at tid of rel, one of
+ * pg_dlock's tables other than the lock table, which this transaction has
+ * locked (dlock_tuple_lock) or inserted. Updates change no indexed column,
+ * so they stay HOT when the page has room; when not, every index of rel
+ * gets the new version's entry, as CatalogIndexInsert does. The new version
+ * is visible to the rest of the transaction at once; tuple->t_self points
+ * to it.
+ */
+void
+dlock_tuple_update(Relation rel, ItemPointer tid, HeapTuple tuple)
+{
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	TM_Result	result;
+
+	result = dlock_heap_update(rel, tid, tuple, GetCurrentCommandId(true),
+							   InvalidSnapshot, true, &tmfd, &lockmode);
+	if (result != TM_Ok)
+		elog(ERROR, "pg_dlock: unexpected result %d updating a locked row of \"%s\"",
+			 (int) result, RelationGetRelationName(rel));
+	if (!HeapTupleIsHeapOnly(tuple))
+	{
+		TupleDesc	tupdesc = RelationGetDescr(rel);
+		Datum	   *values = palloc(sizeof(Datum) * tupdesc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * tupdesc->natts);
+		List	   *indexes = RelationGetIndexList(rel);
+		ListCell   *lc;
+
+		heap_deform_tuple(tuple, tupdesc, values, nulls);
+		foreach(lc, indexes)
+		{
+			Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+			IndexInfo  *info = BuildIndexInfo(index);
+			Datum		key[INDEX_MAX_KEYS];
+			bool		key_nulls[INDEX_MAX_KEYS];
+
+			/* pg_dlock's tables have plain column keys only */
+			if (info->ii_Expressions != NIL || info->ii_Predicate != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("table \"%s\" must have no index on expressions or with a predicate",
+								RelationGetRelationName(rel)),
+						 errhint("Drop the index that was added to it.")));
+			for (int i = 0; i < info->ii_NumIndexAttrs; i++)
+			{
+				AttrNumber	att = info->ii_IndexAttrNumbers[i];
+
+				key[i] = values[att - 1];
+				key_nulls[i] = nulls[att - 1];
+			}
+			(void) dlock_index_insert(index, key, key_nulls, &tuple->t_self, rel,
+									  index->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+									  true, info);
+			index_close(index, NoLock);
+		}
+		list_free(indexes);
+	}
+	CommandCounterIncrement();
 }
 
 /*

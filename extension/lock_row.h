@@ -63,6 +63,10 @@ extern void dlock_rows_close(DlockRows *rows);
 extern bool dlock_row_read(DlockRows *rows, text *lock_name, DlockRow *row);
 extern DlockRowLock dlock_row_lock(DlockRows *rows, DlockRow *row, LockTupleMode mode);
 extern bool dlock_row_wait(DlockRows *rows, DlockRow *row, TimestampTz deadline);
+extern void dlock_tuple_copy_values(HeapTuple tuple, TupleDesc desc, Datum **values,
+									bool **nulls);
+extern DlockRowLock dlock_tuple_lock(Relation rel, ItemPointer tid, LockTupleMode mode);
+extern void dlock_tuple_update(Relation rel, ItemPointer tid, HeapTuple tuple);
 extern bool dlock_tuple_wait(Relation rel, ItemPointer tid, TimestampTz deadline);
 extern bool dlock_xact_wait(TransactionId xid, TimestampTz deadline);
 extern void dlock_row_update(DlockRows *rows, DlockRow *row);

@@ -53,9 +53,10 @@
 #include "stats.h"
 #include "token.h"
 #include "schema.h"
-#include "sql_executor.h"
+#include "lock_row.h"
 #include "lease_policy.h"
 #include "wait.h"
+#include "holder_lease.h"
 
 PG_FUNCTION_INFO_V1(dlock_try_acquire_all);
 PG_FUNCTION_INFO_V1(dlock_acquire_all);
@@ -326,20 +327,36 @@ grant_set(text **names, int nnames, Datum ttl, int64 wait_usecs, pg_uuid_t *owne
 	return true;
 }
 
-/* is a name of the set held by another owner, in any kind? */
-static DlockStatement set_busy_stmt = {
-	.sql =
-	"SELECT EXISTS (SELECT 1 FROM dlock.distributed_lock l"
-	"                WHERE l.lock_name = ANY ($1) AND l.owner_token IS NOT NULL"
-	"                  AND l.owner_token <> $2"
-	"                  AND l.lease_until > pg_catalog.clock_timestamp())"
-	"    OR EXISTS (SELECT 1 FROM dlock.lock_holder h"
-	"                WHERE h.lock_name = ANY ($1) AND h.owner_token IS NOT NULL"
-	"                  AND h.lease_until > pg_catalog.clock_timestamp())",
-	.nargs = 2,
-	.argtypes = {TEXTARRAYOID, UUIDOID},
-};
-#define SET_BUSY_COL_BUSY 1
+/*
+ * Is a name of the set held by another owner, in any kind: a live exclusive
+ * lease of another owner, or a shared lease or permit that keeps writers
+ * out (dlock_holders_busy)? Read as
+ * committed (the latest snapshot) at one clock reading, without the
+ * executor; decides nothing, it only spares a refusal the grants.
+ */
+static bool
+set_busy(text **names, int nnames, pg_uuid_t *owner)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	DlockRows	rows;
+	bool		busy = false;
+
+	dlock_rows_open(&rows);
+	for (int i = 0; i < nnames && !busy; i++)
+	{
+		DlockRow	row;
+
+		if (dlock_row_read(&rows, names[i], &row) &&
+			!row.nulls[Anum_owner_token - 1] && !row.nulls[Anum_lease_until - 1] &&
+			memcmp(DatumGetUUIDP(row.values[Anum_owner_token - 1]), owner, UUID_LEN) != 0 &&
+			DatumGetTimestampTz(row.values[Anum_lease_until - 1]) > now)
+			busy = true;
+		else
+			busy = dlock_holders_busy(names[i], now);
+	}
+	dlock_rows_close(&rows);
+	return busy;
+}
 
 /*
  * try_acquire_all and acquire_all; wait_arg is the position of "wait", or
@@ -379,31 +396,17 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 		dlock_refuse_in_recovery(names[0], "acquire");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	dlock_sql_connect();
 
 	/* a name held by another owner refuses the set before anything is written */
-	if (wait_usecs <= 0)
+	if (wait_usecs <= 0 && set_busy(names, nnames, owner))
 	{
-		Datum		values[2];
-		bool		isnull;
-		Datum		busy;
-
-		values[0] = PointerGetDatum(construct_array((Datum *) names, nnames, TEXTOID,
-													-1, false, TYPALIGN_INT));
-		values[1] = UUIDPGetDatum(owner);
-		(void) dlock_execute(&set_busy_stmt, values, NULL, 1);
-		busy = dlock_sql_value(0, SET_BUSY_COL_BUSY, &isnull);
-		if (!isnull && DatumGetBool(busy))
-		{
-			dlock_sql_finish();
-			dlock_count(STAT_MULTI_BUSY, 1);
-			if (wait_usecs == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("could not acquire all %d locks within 0 ms", nnames),
-						 errdetail("A lock of the set was held by another owner.")));
-			return (Datum) 0;
-		}
+		dlock_count(STAT_MULTI_BUSY, 1);
+		if (wait_usecs == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not acquire all %d locks within 0 ms", nnames),
+					 errdetail("A lock of the set was held by another owner.")));
+		return (Datum) 0;
 	}
 
 	/* no release hands the set a name (wait.c, dlock_wait_set_begin) */
@@ -412,7 +415,6 @@ acquire_set(FunctionCallInfo fcinfo, int wait_arg)
 						PointerGetDatum(holder), holder == NULL, options, option_nulls,
 						rsinfo->setResult, rsinfo->setDesc);
 	dlock_wait_set_end();
-	dlock_sql_finish();
 	dlock_count(granted ? STAT_MULTI_ACQUISITIONS : STAT_MULTI_BUSY, 1);
 	return (Datum) 0;
 }
