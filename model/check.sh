@@ -15,12 +15,15 @@
 # dlock.after_restore and DROP/CREATE EXTENSION with the floor carried over,
 # among fenced grants (3), reaps and 2 crashes, separately a restore with 4
 # grants and a crash, and DROP/CREATE with 4 grants and 2 crashes.
+# Both profiles: the handoff of every kind (model/handoff.pml), 4 clients
+# as readers and writers, and separately 4 clients on 2 permits.
 # full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock), with 3
-# clients, and with the holders' counter reaped under the floor (about 2
-# minutes more); fenced grants with 4 grants, and separately a crash and a
+# clients, and with the holders' counter
+# reaped under the floor (about 2 minutes more); the handoff with 6
+# attempts (about a minute); fenced grants with 4 grants, and separately a crash and a
 # failover; restores and DROP/CREATE with 4 grants and 2 crashes, a
 # restore with 4 grants and 2 crashes, DROP/CREATE with time passing.
 set -uo pipefail
@@ -50,6 +53,12 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 # forward or back. "fenced": grants and renewals that may commit without
 # the WAL flush (dlock.durability = fenced), crashes that lose them, the
 # epoch, fenced writes by holders whose grant was lost.
+# "handoff" and "permits": the waiters' queue and the handoff of every kind
+# (model/handoff.pml, its own model): 4 clients, readers and writers, or a
+# semaphore of 2 permits; a few seconds, in both profiles, with every
+# control of the handoff on them.
+handoff="-DHANDOFF -DNC=4 -DMAXGRANT=4"
+permits="-DHANDOFF -DSEM -DNC=4 -DSIZE=2 -DMAXGRANT=5"
 restore_base="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 case $profile in
 quick)
@@ -81,6 +90,8 @@ full)
 	faildrops="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXNEWCLUSTER=0 -DMAXFAIL=2 -DMAXCRASH=0 -DMAXRESTORE=0 -DMAXDROP=1 -DMAXGRANT=3 -DMAXRT=0"
 	reaped_holders="$holders -DREAP_SLOTS"
 	reaped_counters="$holders -DREAP_SLOTS -DREAP_COUNTERS"
+	big_handoff="-DHANDOFF -DNC=4 -DMAXGRANT=6"
+	big_permits="-DHANDOFF -DSEM -DNC=4 -DSIZE=2 -DMAXGRANT=6"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -96,11 +107,12 @@ failed=0
 # pan looks for the shortest counterexample (-i; for small controls only)
 shortest=0
 pan() {
-	local cflags="" pflags=""
+	local cflags="" pflags="" main=pg_dlock.pml
 	[ "$shortest" -eq 1 ] && cflags="-DREACH" && pflags="-i"
+	case " $* " in *" -DHANDOFF "*) main=handoff.pml ;; esac
 	# shellcheck disable=SC2086
 	(cd "$work" && rm -f pan pan.* ./*.trail &&
-		spin -a "$@" pg_dlock.pml >spin.log 2>&1 &&
+		spin -a "$@" "$main" >spin.log 2>&1 &&
 		gcc -O2 -DSAFETY -DCOLLAPSE $cflags -DMEMLIM=6000 -w -o pan pan.c >>spin.log 2>&1 &&
 		./pan $pflags -m20000 >report 2>&1)
 	local status=$?
@@ -157,7 +169,9 @@ control() {
 		result ok "$name: spin finds a counterexample to $prop ($switch)"
 		if [ $show_trails -eq 1 ]; then
 			# shellcheck disable=SC2086
-			(cd "$work" && spin -t "-DPROP_$prop" -D$switch $config pg_dlock.pml 2>&1 |
+			local main=pg_dlock.pml
+			case " $config " in *" -DHANDOFF "*) main=handoff.pml ;; esac
+			(cd "$work" && spin -t "-DPROP_$prop" -D$switch $config "$main" 2>&1 |
 				awk '/^spin: text of failed assertion/ { exit } /^[ \t]*$/ { next }
 					{ sub(/^ +/, ""); print "          " $0 }' | head -n 40)
 		fi
@@ -185,6 +199,10 @@ property "P7 P8 P9 P10" "$reaped_holders"
 # the counter's reap is a rule for an implementation (the extension keeps the
 # counter): its complete search (about 2 minutes) only in the full profile
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$reaped_counters"
+property "P11 P12 P13 P14 P15" "$handoff"
+property "P11 P12 P13 P14 P15" "$permits"
+[ "$profile" = full ] && property "P11 P12 P13 P14 P15" "$big_handoff"
+[ "$profile" = full ] && property "P11 P12 P13 P14 P15" "$big_permits"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -211,6 +229,12 @@ control "reap deletes the holders' counter without raising the floor: a reaped s
 control "reap deletes the holders' counter while the name's row is there: the writer below a reaped slot's token" P9 BUG_REAP_COUNTER_WITH_ROW "$reaped_counters" shortest
 control "the one-generation restore step of 1.4: a name the backup does not hold starts again at its lost first token" P1 BUG_RESTORE_ONE_GEN "$restores" shortest
 control "the one-generation restore step of 1.4, a backup holding every name: two fenced server lives lost by the restore, a token below theirs" P2 "BUG_RESTORE_ONE_GEN -DBACKUP_WITH_ROWS" "$backup4" shortest
+control "the release hands to every queued reader the name admits, also those behind a queued writer" P14 BUG_HANDOFF_OVERTAKE "$handoff" shortest
+control "the release hands the head the lease it freed without asking whether the name admits it" P11 BUG_HANDOFF_HEAD_UNCHECKED "$handoff" shortest
+control "the release hands one permit more than it freed" P12 BUG_HANDOFF_EXTRA_PERMIT "$permits" shortest
+control "a handed lease whose waiter left is never freed (readers and writers): the next waiter refused by a lease nobody holds" P15 BUG_ABANDONED_KEPT "$handoff" shortest
+control "a handed permit whose waiter left is never freed: the next waiter refused by a permit nobody holds" P15 BUG_ABANDONED_KEPT "$permits" shortest
+control "the handed lease keeps the releaser's token" P13 BUG_HANDOFF_RELEASER_TOKEN "$handoff" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"
