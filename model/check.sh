@@ -20,7 +20,7 @@
 # without reap is a part of it: only in the full profile, with 6 ticks).
 # Both profiles: the handoff of every kind (model/handoff.pml), 4 clients
 # as readers and writers, and separately 4 clients on 2 permits.
-# full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
+# full (make faults, about 20 minutes on a 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock), with 3
