@@ -7,20 +7,26 @@
 #   model/check.sh [--profile quick|full] [--show-trails]
 #
 # quick (make test, tests/suites/15-model.sh): 2 clients, 1 name, 2
-# failovers, 1 crash, 1 move to a new cluster, small clocks; shared leases
+# failovers, 1 crash, 1 move to a new cluster, small clocks (the token
+# properties: no lease expires); shared leases
 # with 2 clients (each a reader or a writer at any moment) and 2 slots,
 # reap and a clock step either way (the reap of the holders' counter: its
 # two bugs only); fenced grants with 2 crashes (no
 # failover: no standby copy to keep); restores of an older backup with
 # dlock.after_restore and DROP/CREATE EXTENSION with the floor carried over,
 # among fenced grants (3), reaps and 2 crashes, separately a restore with 4
-# grants and a crash, and DROP/CREATE with 4 grants and 2 crashes.
-# full (make faults, about 14 minutes on a busy 2-core machine): 3 clients, and separately 2 names, for
+# grants and a crash, and DROP/CREATE with 4 grants and 2 crashes. The
+# shared leases' search has reap of slots in it and 3 ticks (the one
+# without reap is a part of it: only in the full profile, with 6 ticks).
+# Both profiles: the handoff of every kind (model/handoff.pml), 4 clients
+# as readers and writers, and separately 4 clients on 2 permits.
+# full (make faults, about 20 minutes on a 2-core machine): 3 clients, and separately 2 names, for
 # the lease properties; longer clocks for the token and fencing properties,
 # fencing also across a move to a new cluster; shared leases with a longer
 # clock, separately with 4 grants (no step back of the clock), with 3
-# clients, and with the holders' counter reaped under the floor (about 2
-# minutes more); fenced grants with 4 grants, and separately a crash and a
+# clients, with reap of slots, and with the holders' counter
+# reaped under the floor (about 2 minutes more); the handoff with 6
+# attempts (about a minute); fenced grants with 4 grants, and separately a crash and a
 # failover; restores and DROP/CREATE with 4 grants and 2 crashes, a
 # restore with 4 grants and 2 crashes, DROP/CREATE with time passing.
 set -uo pipefail
@@ -50,13 +56,24 @@ command -v spin >/dev/null && command -v gcc >/dev/null || {
 # forward or back. "fenced": grants and renewals that may commit without
 # the WAL flush (dlock.durability = fenced), crashes that lose them, the
 # epoch, fenced writes by holders whose grant was lost.
+# "handoff" and "permits": the waiters' queue and the handoff of every kind
+# (model/handoff.pml, its own model): 4 clients, readers and writers, or a
+# semaphore of 2 permits; a few seconds, in both profiles, with every
+# control of the handoff on them.
+handoff="-DHANDOFF -DNC=4 -DMAXGRANT=4"
+permits="-DHANDOFF -DSEM -DNC=4 -DSIZE=2 -DMAXGRANT=5"
 restore_base="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 case $profile in
 quick)
-	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3"
+	# one tick: no lease expires (TTL 2), so a grant follows a release; the
+	# token rule reads the row and the history, not the clock (expiry with
+	# the history events: full profile, 3 ticks)
+	tokens="-DWITHOUT_FENCING -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=1 -DMAXGRANT=3"
 	leases="-DWITHOUT_HISTORY -DMAXRT=4 -DMAXGRANT=3"
 	fencing="-DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=0 -DMAXNEWCLUSTER=0"
-	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=5 -DMAXGRANT=3"
+	# three ticks: a lease expires, a step back or forward, and every
+	# holders' bug variant is still caught (6 ticks: full profile)
+	holders="-DHOLDERS -DWITHOUT_HISTORY -DWITHOUT_FENCING -DMAXRT=3 -DMAXGRANT=3"
 	fenced="-DFENCED -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DMAXRT=2 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXFAIL=0 -DMAXNEWCLUSTER=0"
 	restores="$restore_base -DMAXRT=0 -DMAXGRANT=3 -DMAXCRASH=2 -DMAXRESTORE=1 -DMAXDROP=1"
 	backup4="$restore_base -DMAXRT=0 -DMAXGRANT=4 -DMAXCRASH=1 -DMAXRESTORE=1 -DMAXDROP=0"
@@ -81,6 +98,8 @@ full)
 	faildrops="-DFENCED -DRESTORES -DWITHOUT_PINS -DWITHOUT_CLOCK_STEPS -DWITHOUT_FENCING -DMAXNEWCLUSTER=0 -DMAXFAIL=2 -DMAXCRASH=0 -DMAXRESTORE=0 -DMAXDROP=1 -DMAXGRANT=3 -DMAXRT=0"
 	reaped_holders="$holders -DREAP_SLOTS"
 	reaped_counters="$holders -DREAP_SLOTS -DREAP_COUNTERS"
+	big_handoff="-DHANDOFF -DNC=4 -DMAXGRANT=6"
+	big_permits="-DHANDOFF -DSEM -DNC=4 -DSIZE=2 -DMAXGRANT=6"
 	;;
 *) echo "unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -93,15 +112,21 @@ failed=0
 
 # pan: compile and run one verification of the model with spin flags "$@";
 # leaves pan's report in $work/report. With shortest=1 set by the caller,
-# pan looks for the shortest counterexample (-i; for small controls only)
+# pan looks for the shortest counterexample (-i; for small controls only).
+# With optimize=1 (the complete searches) pan is built with -O2; a control
+# stops at its counterexample, and its build without optimization takes a
+# sixth of the time (most of a control's cost)
 shortest=0
+optimize=1
 pan() {
-	local cflags="" pflags=""
-	[ "$shortest" -eq 1 ] && cflags="-DREACH" && pflags="-i"
+	local cflags="-O0" pflags="" main=pg_dlock.pml
+	[ "$optimize" -eq 1 ] && cflags="-O2"
+	[ "$shortest" -eq 1 ] && cflags="$cflags -DREACH" && pflags="-i"
+	case " $* " in *" -DHANDOFF "*) main=handoff.pml ;; esac
 	# shellcheck disable=SC2086
 	(cd "$work" && rm -f pan pan.* ./*.trail &&
-		spin -a "$@" pg_dlock.pml >spin.log 2>&1 &&
-		gcc -O2 -DSAFETY -DCOLLAPSE $cflags -DMEMLIM=6000 -w -o pan pan.c >>spin.log 2>&1 &&
+		spin -a "$@" "$main" >spin.log 2>&1 &&
+		gcc -DSAFETY -DCOLLAPSE $cflags -DMEMLIM=6000 -w -o pan pan.c >>spin.log 2>&1 &&
 		./pan $pflags -m20000 >report 2>&1)
 	local status=$?
 	[ -s "$work/report" ] || cp "$work/spin.log" "$work/report"
@@ -128,7 +153,7 @@ result() {
 # (P1 P2 ...) on the model as implemented; each counts as one test
 property() {
 	local names=$1 config=$2 flags=() p started verdict=ok
-	shortest=0
+	shortest=0 optimize=1
 	for p in $names; do flags+=("-DPROP_$p"); done
 	started=$SECONDS
 	# shellcheck disable=SC2086
@@ -149,7 +174,7 @@ property() {
 # is shown (the shortest one when the fifth argument is "shortest")
 control() {
 	local name=$1 prop=$2 switch=$3 config=$4
-	shortest=0
+	shortest=0 optimize=0
 	[ "${5:-}" = shortest ] && shortest=1
 	# shellcheck disable=SC2086
 	pan "-DPROP_$prop" -D$switch $config
@@ -157,7 +182,9 @@ control() {
 		result ok "$name: spin finds a counterexample to $prop ($switch)"
 		if [ $show_trails -eq 1 ]; then
 			# shellcheck disable=SC2086
-			(cd "$work" && spin -t "-DPROP_$prop" -D$switch $config pg_dlock.pml 2>&1 |
+			local main=pg_dlock.pml
+			case " $config " in *" -DHANDOFF "*) main=handoff.pml ;; esac
+			(cd "$work" && spin -t "-DPROP_$prop" -D$switch $config "$main" 2>&1 |
 				awk '/^spin: text of failed assertion/ { exit } /^[ \t]*$/ { next }
 					{ sub(/^ +/, ""); print "          " $0 }' | head -n 40)
 		fi
@@ -172,7 +199,9 @@ property "P1 P2 P6" "$tokens"
 property "P3 P5" "$leases"
 [ "$profile" = full ] && property "P3 P5" "$two_names"
 property "P4" "$fencing"
-property "P7 P8 P9 P10" "$holders"
+# the reaped configuration's search takes every step of this one (reap is
+# one more step of the environment): in the quick profile that one only
+[ "$profile" = full ] && property "P7 P8 P9 P10" "$holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$four_holders"
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$three_holders"
 property "P1 P2 P4" "$fenced"
@@ -185,6 +214,10 @@ property "P7 P8 P9 P10" "$reaped_holders"
 # the counter's reap is a rule for an implementation (the extension keeps the
 # counter): its complete search (about 2 minutes) only in the full profile
 [ "$profile" = full ] && property "P7 P8 P9 P10" "$reaped_counters"
+property "P11 P12 P13 P14 P15" "$handoff"
+property "P11 P12 P13 P14 P15" "$permits"
+[ "$profile" = full ] && property "P11 P12 P13 P14 P15" "$big_handoff"
+[ "$profile" = full ] && property "P11 P12 P13 P14 P15" "$big_permits"
 
 echo "--- negative controls: known bugs"
 control "generation raised only when the timeline is greater (1.0, the review's case)" P1 RULE_GREATER "$tokens"
@@ -211,6 +244,12 @@ control "reap deletes the holders' counter without raising the floor: a reaped s
 control "reap deletes the holders' counter while the name's row is there: the writer below a reaped slot's token" P9 BUG_REAP_COUNTER_WITH_ROW "$reaped_counters" shortest
 control "the one-generation restore step of 1.4: a name the backup does not hold starts again at its lost first token" P1 BUG_RESTORE_ONE_GEN "$restores" shortest
 control "the one-generation restore step of 1.4, a backup holding every name: two fenced server lives lost by the restore, a token below theirs" P2 "BUG_RESTORE_ONE_GEN -DBACKUP_WITH_ROWS" "$backup4" shortest
+control "the release hands to every queued reader the name admits, also those behind a queued writer" P14 BUG_HANDOFF_OVERTAKE "$handoff" shortest
+control "the release hands the head the lease it freed without asking whether the name admits it" P11 BUG_HANDOFF_HEAD_UNCHECKED "$handoff" shortest
+control "the release hands one permit more than it freed" P12 BUG_HANDOFF_EXTRA_PERMIT "$permits" shortest
+control "a handed lease whose waiter left is never freed (readers and writers): the next waiter refused by a lease nobody holds" P15 BUG_ABANDONED_KEPT "$handoff" shortest
+control "a handed permit whose waiter left is never freed: the next waiter refused by a permit nobody holds" P15 BUG_ABANDONED_KEPT "$permits" shortest
+control "the handed lease keeps the releaser's token" P13 BUG_HANDOFF_RELEASER_TOKEN "$handoff" shortest
 
 echo "--- assumptions dropped"
 control "two standbys promoted to the same timeline" P1 ASSUME_SHARED_TIMELINE "$tokens"

@@ -13,6 +13,9 @@
  *                    lives with dlock.after_restore, and DROP/CREATE
  *                    EXTENSION with the floor carried over
  *   properties.pml   the properties P1-P10 and the clients' ghost state
+ *   handoff.pml      a model of its own (check.sh compiles it with
+ *                    HANDOFF): the waiters' queue of one name and the
+ *                    release's handoff to it, for every kind (P11-P15)
  *
  * Bounds (spin -D...): NC clients, NN names, MAXRT ticks of real time,
  * MAXFAIL failovers, MAXCRASH crashes, MAXNEWCLUSTER upgrades/restores,

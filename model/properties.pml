@@ -43,6 +43,9 @@
  *   P10 a reader's holds()-guarded write never commits after an exclusive
  *      grant made since its holds() (a stale reader's fenced write never
  *      lands after a writer's grant)
+ *
+ * P11-P15, the waiters' queue and the handoff, are checked on their own
+ * model, handoff.pml.
  */
 
 #ifdef PROP_ALL
