@@ -43,7 +43,8 @@ rm -rf "$tree/results" "$tree/output_iso" "$tree"/extension/*.o
 # which only preloading gives: without it waiters poll and nothing is handed
 # over, and which of a polling waiter and a newcomer wins is timing. The spec
 # runs in 10-regress, on the preloading server.
-rm -f "$tree/regress/specs/handoff.spec" "$tree/regress/expected/handoff.out"
+rm -f "$tree/regress/specs/handoff.spec" "$tree/regress/expected/handoff.out" \
+	"$tree/regress/specs/kinds-handoff.spec" "$tree/regress/expected/kinds-handoff.out"
 chown -R postgres: "$tree"
 runuser -u postgres -- env -i PATH=/usr/bin:/bin HOME="$tree" \
 	PGHOST=127.0.0.1 PGPORT="$port" PGUSER=postgres \
