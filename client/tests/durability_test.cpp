@@ -3,14 +3,20 @@
 // with dlock.durability = fenced, in every pooling mode; the durable default
 // sets nothing; a server that cannot fence refuses a fenced client.
 //
-// What the server saw is read inside the call's own transaction: a trigger on
-// dlock.lock_holder (the rows of shared leases, which both editions write with
-// ordinary UPDATEs) records current_setting('dlock.durability') for every
-// change of a lock whose name has "/seen/" in it. A client that ignored the
-// option leaves "durable" there (or nothing, before pg_dlock 1.4), so the
-// fenced tests cannot pass without the setting reaching the transaction.
+// What the server saw is read inside the call's own transaction: a trigger
+// records current_setting('dlock.durability') for every lease event of a lock
+// whose name has "/seen/" in it. The C extension writes lease rows without
+// the executor (no row triggers fire), so there the trigger is on
+// dlock.audit_log, which every grant, renewal, downgrade and release of any
+// kind writes through the executor in its own transaction at dlock.audit =
+// all (set for the database while the test observes); the SQL edition writes
+// dlock.lock_holder with ordinary UPDATEs, so there the trigger is on that.
+// A client that ignored the option leaves "durable" there (or nothing,
+// before pg_dlock 1.4), so the fenced tests cannot pass without the setting
+// reaching the transaction.
 #include <dlock/dlock.hpp>
 
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -22,15 +28,46 @@ namespace {
 
 class durability_test : public dlock_testing::server_test {
 protected:
-    void SetUp() override {
-        server_test::SetUp();
-        if (HasFatalFailure()) return;
+    void TearDown() override {
+        // The trigger writes in every lease transaction, and dlock.audit = all
+        // in the database's: none of it left for other tests and suites.
+        if (m_observing) {
+            if (m_sql_edition) {
+                sql("DROP TRIGGER IF EXISTS durability_test_seen ON dlock.lock_holder");
+            } else {
+                sql("DROP TRIGGER IF EXISTS durability_test_seen ON dlock.audit_log");
+                sql("ALTER DATABASE " + database() + " RESET dlock.audit");
+                fresh_pooled_sessions();
+            }
+        }
+        server_test::TearDown();
+    }
+
+    /// Starts recording what the server saw (see the top of the file). Only
+    /// in the tests that read it: an audit row written after a lease change
+    /// makes its transaction flush, and the fenced exclusive test counts the
+    /// commits that did not.
+    void observe() {
+        m_sql_edition = !sql("SELECT 1 FROM pg_extension WHERE extname = 'pg_dlock_sql'").empty();
         sql(R"SQL(
 CREATE TABLE IF NOT EXISTS public.durability_test_seen (
     lock_name text NOT NULL,
     change text NOT NULL,
     durability text,
     seen_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp());
+-- The C extension: one row per audited lease event
+CREATE OR REPLACE FUNCTION public.durability_test_audited() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+BEGIN
+    IF strpos(NEW.lock_name, '/seen/') > 0 THEN
+        INSERT INTO public.durability_test_seen (lock_name, change, durability)
+        VALUES (NEW.lock_name,
+                CASE WHEN NEW.event IN ('acquire', 'takeover') THEN 'grant' ELSE NEW.event END,
+                current_setting('dlock.durability', true));
+    END IF;
+    RETURN NULL;
+END $$;
+-- The SQL edition: the changes of the rows of shared leases
 CREATE OR REPLACE FUNCTION public.durability_test_seen() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
 DECLARE
@@ -53,21 +90,39 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-DROP TRIGGER IF EXISTS durability_test_seen ON dlock.lock_holder;
-CREATE TRIGGER durability_test_seen AFTER INSERT OR UPDATE ON dlock.lock_holder
-    FOR EACH ROW EXECUTE FUNCTION public.durability_test_seen();
 )SQL");
         m_observing = true;
+        if (m_sql_edition) {
+            sql("DROP TRIGGER IF EXISTS durability_test_seen ON dlock.lock_holder");
+            sql("CREATE TRIGGER durability_test_seen AFTER INSERT OR UPDATE ON dlock.lock_holder "
+                "FOR EACH ROW EXECUTE FUNCTION public.durability_test_seen()");
+        } else {
+            sql("DROP TRIGGER IF EXISTS durability_test_seen ON dlock.audit_log");
+            sql("CREATE TRIGGER durability_test_seen AFTER INSERT ON dlock.audit_log "
+                "FOR EACH ROW EXECUTE FUNCTION public.durability_test_audited()");
+            sql("ALTER DATABASE " + database() + " SET dlock.audit = 'all'");
+            fresh_pooled_sessions();
+        }
     }
 
-    void TearDown() override {
-        // The trigger writes in every shared lease's transaction: none left for other suites.
-        if (m_observing) sql("DROP TRIGGER IF EXISTS durability_test_seen ON dlock.lock_holder");
-        server_test::TearDown();
+    /// Behind a pooler, the server sessions it keeps read the database's
+    /// settings when they started: end the idle ones, so that the pooler opens
+    /// new ones that read them now.
+    void fresh_pooled_sessions() {
+        if (!dlock_testing::through_transaction_pooler()) return;
+        const std::string others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+                                   "pg_backend_pid() AND backend_type = 'client backend' AND state = 'idle'";
+        sql("SELECT pg_terminate_backend(pid) " + others);
+        EXPECT_TRUE(eventually([&] { return sql("SELECT 1 " + others).empty(); }, 5s));
+        std::this_thread::sleep_for(200ms); // the pooler reads each closed connection's end
     }
 
-    /// The changes of `name`'s shared leases in order, each "change:durability"
-    /// ("grant:fenced", "renew:durable", "release:" when the setting is unknown).
+    std::string database() { return sql("SELECT quote_ident(current_database())")[0][0].as<std::string>(); }
+
+    /// The lease events of `name` in order, each "change:durability"
+    /// ("grant:fenced", "renew:durable", "release:" when the setting is
+    /// unknown); the SQL edition's are of shared leases only, and have no
+    /// downgrade.
     std::vector<std::string> seen(const std::string& name) {
         pqxx::nontransaction tx{admin()};
         std::vector<std::string> changes;
@@ -118,10 +173,12 @@ CREATE TRIGGER durability_test_seen AFTER INSERT OR UPDATE ON dlock.lock_holder
     }
 
 private:
-    bool m_observing = false; // the trigger is in place
+    bool m_observing = false; // observe() ran
+    bool m_sql_edition = false; // pg_dlock_sql, not the C extension
 };
 
 TEST_F(durability_test, durable_is_the_default_and_sends_no_setting) {
+    observe();
     EXPECT_EQ(dlock::client_options{}.durability, dlock::durability::durable);
     for (const auto mode : pooling_modes()) {
         SCOPED_TRACE(mode_name(mode));
@@ -155,6 +212,7 @@ TEST_F(durability_test, durable_is_the_default_and_sends_no_setting) {
 // the keep-alive's own connection) and a downgrade: each in a transaction the
 // server ran as fenced, in every pooling mode; the tokens grow.
 TEST_F(durability_test, fenced_leases_are_granted_renewed_and_released_in_fenced_transactions) {
+    observe();
     for (const auto mode : pooling_modes()) {
         SCOPED_TRACE(mode_name(mode));
         dlock::client c{options(mode, dlock::durability::fenced)};
@@ -197,7 +255,9 @@ TEST_F(durability_test, fenced_leases_are_granted_renewed_and_released_in_fenced
         EXPECT_EQ(exclusive->downgrade(), dlock::outcome::done);
         EXPECT_GT(exclusive->fencing_token(), exclusive_token);
         EXPECT_EQ(exclusive->release(), dlock::outcome::done);
-        EXPECT_EQ(seen(down), (std::vector<std::string>{"grant:fenced", "release:fenced"}));
+        // the exclusive grant, its end by the downgrade and the shared lease's grant, then its release
+        EXPECT_EQ(seen(down), (std::vector<std::string>{"grant:fenced", "downgrade:fenced", "grant:fenced",
+                                                        "release:fenced"}));
     }
 }
 

@@ -277,14 +277,34 @@ grep -q -- '--pooling: invalid value "bogus"' "$work/pooling-bogus.err"
 check "--pooling bogus: the message names the option and the value" $?
 
 # --- --durability: how the server commits dlock's calls (docs/client.md, "Durability")
-# A trigger on dlock.lock_holder records dlock.durability as each transaction
-# that changes a shared lease of a cli-durability-* name saw it: with
-# --durability fenced the grant and the release of `run --shared` are fenced,
-# without it neither is, in both ways of sending (the session settings of a
-# direct connection, the self-contained calls of a pooler). Against the SQL
-# edition (41-sql-edition-client) fenced is refused: 125 with a message, and
-# COMMAND does not run.
+# A trigger records dlock.durability as each transaction that grants or ends a
+# lease of a cli-durability-* name saw it: with --durability fenced the grant
+# and the release of `run --shared` are fenced, without it neither is, in both
+# ways of sending (the session settings of a direct connection, the
+# self-contained calls of a pooler). The C extension writes lease rows without
+# the executor (no row triggers fire), so the trigger is on dlock.audit_log,
+# written in the lease's own transaction at dlock.audit = all (set for the
+# database meanwhile; behind a pooler, its idle server sessions are ended so
+# that new ones read it). Against the SQL edition (41-sql-edition-client)
+# fenced is refused: 125 with a message, and COMMAND does not run; its
+# trigger is on dlock.lock_holder, which it writes with ordinary UPDATEs.
 sql_edition=$(q "SELECT 1 FROM pg_extension WHERE extname = 'pg_dlock_sql'")
+# the server itself, not a pooler's session
+admin_q() { psql -X -A -t -q ${DLOCK_ADMIN_DSN:+-d "$DLOCK_ADMIN_DSN"} -c "$1"; }
+idle_others="FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+	AND backend_type = 'client backend' AND state = 'idle'"
+no_idle_others() { [ -z "$(admin_q "SELECT 1 $idle_others")" ]; }
+fresh_pooled_sessions() {
+	[ -n "${DLOCK_TEST_POOLER:-}" ] || return 0
+	admin_q "SELECT pg_terminate_backend(pid) $idle_others" >/dev/null
+	wait_for no_idle_others
+	sleep 0.2 # the pooler reads each closed connection's end
+}
+if [ -n "$sql_edition" ]; then
+	observed=dlock.lock_holder
+else
+	observed=dlock.audit_log
+fi
 q "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS public.cli_durability_seen (lock_name text NOT NULL, durability text NOT NULL)" >/dev/null
 q "SET client_min_messages = warning; CREATE OR REPLACE FUNCTION public.cli_durability_seen() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog AS \$\$BEGIN
@@ -292,9 +312,13 @@ q "SET client_min_messages = warning; CREATE OR REPLACE FUNCTION public.cli_dura
 			INSERT INTO public.cli_durability_seen VALUES (NEW.lock_name, coalesce(current_setting('dlock.durability', true), ''));
 		END IF;
 		RETURN NULL;
-	END\$\$; DROP TRIGGER IF EXISTS cli_durability_seen ON dlock.lock_holder;
-	CREATE TRIGGER cli_durability_seen AFTER INSERT OR UPDATE ON dlock.lock_holder
+	END\$\$; DROP TRIGGER IF EXISTS cli_durability_seen ON $observed;
+	CREATE TRIGGER cli_durability_seen AFTER INSERT OR UPDATE ON $observed
 		FOR EACH ROW EXECUTE FUNCTION public.cli_durability_seen()" >/dev/null
+if [ -z "$sql_edition" ]; then
+	admin_q "ALTER DATABASE \"$(q "SELECT current_database()")\" SET dlock.audit = 'all'" >/dev/null
+	fresh_pooled_sessions
+fi
 seen_durability() { q "SELECT count(*) || ' ' || coalesce(string_agg(DISTINCT durability, ','), '') FROM public.cli_durability_seen WHERE lock_name = '$1'"; }
 for args in "" "--pooling transaction"; do
 	label=${args:-(default pooling)}
@@ -322,7 +346,11 @@ for args in "" "--pooling transaction"; do
 	check "run $label (no --durability): nothing ran fenced (seen: $seen)" \
 		$([ "${seen%% *}" -ge 2 ] && [[ ",${seen#* }," != *,fenced,* ]]; echo $?)
 done
-q "DROP TRIGGER cli_durability_seen ON dlock.lock_holder" >/dev/null
+q "DROP TRIGGER cli_durability_seen ON $observed" >/dev/null
+if [ -z "$sql_edition" ]; then
+	admin_q "ALTER DATABASE \"$(q "SELECT current_database()")\" RESET dlock.audit" >/dev/null
+	fresh_pooled_sessions
+fi
 # The other commands that take, renew and end leases take it too.
 name=$(unique durability)
 out=$("$DLOCK" --durability fenced acquire --ttl 30s "$name" 2>"$work/durability.err")
