@@ -24,20 +24,12 @@ if ! "$DLOCK_ROOT/scripts/pg-cluster.sh" start "$scratch/pg" "$port" >/dev/null 
 	exit
 fi
 export PGPORT=$port PGDATABASE=postgres
-sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+. "$DLOCK_ROOT/tests/lib/sql_await.sh"
 
 holder=00000000-0000-0000-0000-0000000000a1
 waiter=00000000-0000-0000-0000-0000000000a2
 newcomer=00000000-0000-0000-0000-0000000000a3
 
-# until the query "$1" returns t, at most 10 s
-await() {
-	for _ in $(seq 1 1000); do
-		[ "$(sql "$1")" = t ] && return 0
-		sleep 0.01
-	done
-	return 1
-}
 
 # wait for background job $1 at most $2 seconds; false if it is still running
 wait_bounded() {

@@ -12,20 +12,12 @@
 # (dlock.test_handoff_past_size) is caught by the size check.
 set -uo pipefail
 . "$DLOCK_ROOT/tests/lib/check.sh"
-sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+. "$DLOCK_ROOT/tests/lib/sql_await.sh"
 
 dir=$(mktemp -d "${DLOCK_SCRATCH:-/tmp}/kinds-handoff.XXXXXX")
 owner() { printf '00000000-0000-0000-0000-%012d' "$1"; }
 pids=()
 
-# until the query "$1" returns t, at most 10 s
-await() {
-	for _ in $(seq 1 1000); do
-		[ "$(sql "$1")" = t ] && return 0
-		sleep 0.01
-	done
-	return 1
-}
 # waiter FILE NAME N SQL: run SQL in the background, then wait until NAME's
 # queue holds N waiters
 waiter() {
